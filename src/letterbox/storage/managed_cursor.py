@@ -1,0 +1,171 @@
+# ManagedCursor: one durable subscription's acknowledgement state on a ledger.
+#
+# State: mark_delete (every entry <= it is acked), a RangeSet of individually acked entries
+# above mark_delete, per-entry batch bitsets (bit i set == batch index i acked) for partially
+# acked batches, and a small `properties` map.
+# Invariants (after every public mutation):
+#   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
+#     (it would have been absorbed into mark_delete);
+#   * an entry is never both in a range and in the bitset map.
+# Persistence: every mutation marks the cursor dirty; the Store serializes dirty cursors on the
+# loop thread (next loop iteration) into ONE CursorWriteOp per cursor, i.e. one whole-state
+# record (versioned JSON, so fields can be added). flush() forces this and awaits durability.
+# Mark-delete moves ask the ledger for a (debounced) trim.
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .ack_ranges import RangeSet, to_ack_set_words
+from .ops import CursorWriteOp
+from .position import Position
+
+if TYPE_CHECKING:
+    from .managed_ledger import ManagedLedger
+
+STATE_VERSION = 1
+
+
+class ManagedCursor:
+    def __init__(self, ledger: ManagedLedger, name: str, mark_delete_entry_id: int) -> None:
+        self.name = name
+        self.ledger = ledger
+        self._md = mark_delete_entry_id
+        self._ranges = RangeSet()
+        self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
+        self.properties: dict[str, int] = {}
+        self._dirty = False
+        self._deleted = False
+
+    # ---- state ----
+
+    @property
+    def mark_delete(self) -> Position:
+        return Position(self.ledger.ledger_id, self._md)
+
+    def is_acked(self, entry_id: int) -> bool:
+        return entry_id <= self._md or entry_id in self._ranges
+
+    def individually_acked_ranges(self) -> list[tuple[int, int]]:
+        return self._ranges.to_list()
+
+    def batch_ack_set(self, entry_id: int) -> list[int] | None:
+        b = self._batches.get(entry_id)
+        if b is None:
+            return None
+        return to_ack_set_words(b[0], b[1])
+
+    def backlog(self) -> int:
+        led = self.ledger
+        lc = led.last_confirmed.entry_id
+        total = led.count_messages(self._md)
+        for s, e in zip(self._ranges.starts, self._ranges.ends, strict=True):
+            if s > lc:
+                break
+            total -= led._messages_between(s, min(e, lc))
+        for eid, (_size, mask) in self._batches.items():
+            if eid <= lc:
+                total -= mask.bit_count()
+        return max(total, 0)
+
+    # ---- mutations ----
+
+    def ack(self, entry_ids: Iterable[int]) -> None:
+        changed = False
+        for eid in entry_ids:
+            if eid <= self._md:
+                continue
+            self._batches.pop(eid, None)
+            changed |= self._ranges.add(eid)
+        if changed:
+            self._set_md(self._ranges.absorb_from(self._md))
+            self._touch()
+
+    def ack_batch_indexes(
+        self, entry_id: int, batch_size: int, acked_indexes: Iterable[int]
+    ) -> bool:
+        if self.is_acked(entry_id):
+            return True
+        size, mask = self._batches.get(entry_id, (batch_size, 0))
+        for i in acked_indexes:
+            if 0 <= i < size:
+                mask |= 1 << i
+        if mask == (1 << size) - 1:
+            self.ack((entry_id,))
+            return True
+        self._batches[entry_id] = (size, mask)
+        self._touch()
+        return False
+
+    def ack_cumulative(self, entry_id: int) -> None:
+        if entry_id <= self._md:
+            return
+        md = self._ranges.absorb_from(entry_id)
+        if self._batches:
+            self._batches = {k: v for k, v in self._batches.items() if k > md}
+        self._set_md(md)
+        self._touch()
+
+    def reset(self, next_entry_id: int) -> None:
+        self._ranges.clear()
+        self._batches.clear()
+        self._set_md(next_entry_id - 1)
+        self._touch()
+
+    def set_property(self, key: str, value: int | None) -> None:
+        """Mutate `properties` durably (direct dict edits are persisted only with the next
+        other mutation or flush())."""
+        if value is None:
+            self.properties.pop(key, None)
+        else:
+            self.properties[key] = value
+        self._touch()
+
+    async def flush(self) -> None:
+        store = self.ledger._store
+        store._dirty_cursors.pop(self, None)
+        await store._submit([self._snapshot_op()], None)
+
+    # ---- internals ----
+
+    def _set_md(self, md: int) -> None:
+        moved_forward = md > self._md
+        self._md = md
+        if moved_forward:
+            self.ledger._schedule_trim()
+
+    def _touch(self) -> None:
+        if not self._dirty and not self._deleted:
+            self._dirty = True
+            self.ledger._store._cursor_dirty(self)
+
+    def _snapshot_op(self) -> CursorWriteOp:
+        """Serialize the current state into a write op (usable in a multi-op transaction,
+        e.g. together with an AppendOp for an atomic dead-letter move)."""
+        self._dirty = False
+        return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state())
+
+    def to_state(self) -> bytes:
+        doc: dict[str, Any] = {
+            "v": STATE_VERSION,
+            "md": self._md,
+            "ranges": self._ranges.to_list(),
+            "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
+            "props": self.properties,
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_state(cls, ledger: ManagedLedger, name: str, state: bytes) -> ManagedCursor:
+        doc = json.loads(state)
+        if int(doc.get("v", 0)) > STATE_VERSION:
+            raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")
+        c = cls(ledger, name, int(doc["md"]))
+        c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
+        c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
+        c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
+        return c
+
+    def __repr__(self) -> str:
+        return f"ManagedCursor({self.ledger.name!r}/{self.name!r}, md={self._md})"

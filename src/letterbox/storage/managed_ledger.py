@@ -1,0 +1,302 @@
+# ManagedLedger: one topic partition's append-only log of entries plus its cursors.
+#
+# In-memory state (all owned by the event-loop thread):
+#   _next  next entry id to assign (ids are assigned synchronously in append() call order)
+#   _lc    last confirmed (durable) entry id; advanced only from writer completions, in order
+#   _first first entry id still stored (trim watermark; trim only ever moves it forward)
+#   _cum   array('q') prefix sums of num_messages: _cum[i] = messages of entries
+#          _cum_base .. _cum_base + i (plus _cum_before); 8 bytes per entry, no Python object
+#          per entry. Covers appended-but-unconfirmed entries too; queries clamp to _lc.
+#   _cache contiguous tail of recent entries (shared, bounded EntryCache in the Store)
+#   _seq / _pushed_seq  durable / in-flight last sequence id per producer
+# Invariants: _first <= _lc + 1 <= _next; stored entry ids are exactly [_first, _lc] (plus
+# in-flight ones); reads never return entries > _lc or < _first.
+from __future__ import annotations
+
+import asyncio
+import logging
+from array import array
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from .cache import LedgerCache
+from .entry import Entry
+from .errors import LedgerClosedError
+from .managed_cursor import ManagedCursor
+from .ops import AppendOp, DeleteCursorOp, TrimOp, WriteOp
+from .position import Position
+
+if TYPE_CHECKING:
+    from .store import Store
+
+log = logging.getLogger(__name__)
+
+_CUM_COMPACT_MIN = 4096
+
+
+class ManagedLedger:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        ledger_id: int,
+        *,
+        first_entry_id: int = 0,
+        next_entry_id: int = 0,
+        cum_messages: array[int] | None = None,
+        size_bytes: int = 0,
+        sequences: dict[str, int] | None = None,
+    ) -> None:
+        self._store = store
+        self.name = name
+        self.ledger_id = ledger_id
+        self._first = first_entry_id
+        self._next = next_entry_id
+        self._lc = next_entry_id - 1
+        self._cum: array[int] = cum_messages if cum_messages is not None else array("q")
+        self._cum_base = first_entry_id
+        self._cum_before = 0
+        self._size = size_bytes
+        self._seq: dict[str, int] = dict(sequences or {})
+        self._pushed_seq: dict[str, int] = dict(self._seq)
+        self._cursors: dict[str, ManagedCursor] = {}
+        self._listeners: list[Callable[[Position], None]] = []
+        self._cache = LedgerCache(next_entry_id)
+        self._trim_handle: asyncio.TimerHandle | None = None
+        self._closed_reason: str | None = None
+
+    # ---- positions & stats ----
+
+    @property
+    def last_confirmed(self) -> Position:
+        return Position(self.ledger_id, self._lc)
+
+    @property
+    def first_position(self) -> Position:
+        return Position(self.ledger_id, self._first)
+
+    @property
+    def next_entry_id(self) -> int:
+        return self._next
+
+    def size_bytes(self) -> int:
+        return self._size
+
+    def _cum_at(self, entry_id: int) -> int:
+        i = entry_id - self._cum_base
+        if i < 0:
+            return self._cum_before
+        return self._cum[i]
+
+    def _messages_between(self, first: int, last: int) -> int:
+        """Messages in entries [first, last] (caller clamps last to _lc)."""
+        if last < first:
+            return 0
+        return self._cum_at(last) - self._cum_at(first - 1)
+
+    def count_messages(self, after_entry_id: int) -> int:
+        return self._messages_between(max(after_entry_id + 1, self._first), self._lc)
+
+    # ---- appends ----
+
+    def append(
+        self,
+        data: bytes,
+        num_messages: int,
+        publish_time: int,
+        producer_name: str | None = None,
+        sequence_id: int | None = None,
+    ) -> asyncio.Future[Position]:
+        """Assign the next entry id now; the future resolves when the entry is durable.
+        Raises LedgerClosedError / StoreClosedError synchronously if writing is impossible."""
+        op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id)
+        return self._store._submit([op], op.entry.position)
+
+    def _prepare_append(
+        self,
+        data: bytes,
+        num_messages: int,
+        publish_time: int,
+        producer_name: str | None = None,
+        sequence_id: int | None = None,
+    ) -> AppendOp:
+        """Assign an id and build the AppendOp without submitting it (for multi-op
+        transactions via Store.transaction)."""
+        if self._closed_reason is not None:
+            raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
+        self._store._check_open()
+        if num_messages < 1:
+            raise ValueError("num_messages must be >= 1")
+        eid = self._next
+        self._next = eid + 1
+        entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time)
+        self._cum.append((self._cum[-1] if self._cum else self._cum_before) + num_messages)
+        self._store._cache.add(self._cache, entry)
+        if producer_name is not None and sequence_id is not None:
+            self._pushed_seq[producer_name] = sequence_id
+        return AppendOp(self, entry, producer_name, sequence_id)
+
+    def _on_append_committed(self, op: AppendOp) -> None:
+        eid = op.entry.position.entry_id
+        if eid > self._lc:
+            self._lc = eid
+        self._size += len(op.entry.data)
+        if op.producer_name is not None and op.sequence_id is not None:
+            self._seq[op.producer_name] = op.sequence_id
+
+    def _notify_confirmed(self) -> None:
+        pos = self.last_confirmed
+        for cb in list(self._listeners):
+            try:
+                cb(pos)
+            except Exception:
+                log.exception("confirm listener failed for ledger %s", self.name)
+
+    def _fence(self, exc: BaseException) -> None:
+        if self._closed_reason is None:
+            log.error("ledger %s fenced after failed append: %s", self.name, exc)
+            self._closed_reason = "fenced"
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """Last DURABLE sequence id of the producer (-1 if unknown)."""
+        return self._seq.get(producer_name, -1)
+
+    def last_pushed_sequence_id(self, producer_name: str) -> int:
+        """Last sequence id appended, including appends not yet durable (for dedup checks)."""
+        return self._pushed_seq.get(producer_name, -1)
+
+    def add_confirm_listener(self, cb: Callable[[Position], None]) -> None:
+        self._listeners.append(cb)
+
+    def remove_confirm_listener(self, cb: Callable[[Position], None]) -> None:
+        if cb in self._listeners:
+            self._listeners.remove(cb)
+
+    # ---- reads ----
+
+    def read_entries(
+        self, start_entry_id: int, max_entries: int, max_bytes: int = 8 * 1024 * 1024
+    ) -> list[Entry]:
+        start = max(start_entry_id, self._first)
+        end = min(self._lc, start + max_entries - 1)
+        out: list[Entry] = []
+        if end < start:
+            return out
+        cache = self._cache
+        cache_lo = cache.base if len(cache) else end + 1
+        nbytes = 0
+        if start < cache_lo:
+            disk_end = min(end, cache_lo - 1)
+            nbytes = self._store._read_range(self.ledger_id, start, disk_end, max_bytes, out)
+            if nbytes >= max_bytes or len(out) < disk_end - start + 1:
+                return out
+            start = disk_end + 1
+        for eid in range(start, end + 1):
+            e = cache.get(eid)
+            if e is None:
+                break
+            out.append(e)
+            nbytes += len(e.data)
+            if nbytes >= max_bytes:
+                break
+        return out
+
+    def read_entry(self, entry_id: int) -> Entry | None:
+        if entry_id < self._first or entry_id > self._lc:
+            return None
+        e = self._cache.get(entry_id)
+        if e is not None:
+            return e
+        out: list[Entry] = []
+        self._store._read_range(self.ledger_id, entry_id, entry_id, 1, out)
+        return out[0] if out else None
+
+    def _publish_time(self, entry_id: int) -> int | None:
+        e = self._cache.get(entry_id)
+        if e is not None:
+            return e.publish_time
+        return self._store._read_publish_time(self.ledger_id, entry_id)
+
+    def find_entry_by_publish_time(self, ts_ms: int) -> Position:
+        lo, hi = self._first, self._lc + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            pt = self._publish_time(mid)
+            if pt is None or pt >= ts_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        return Position(self.ledger_id, lo)
+
+    # ---- cursors ----
+
+    def cursors(self) -> dict[str, ManagedCursor]:
+        return dict(self._cursors)
+
+    def open_cursor(
+        self, name: str, initial_position: Literal["earliest", "latest"]
+    ) -> ManagedCursor:
+        c = self._cursors.get(name)
+        if c is not None:
+            return c
+        if self._closed_reason == "deleted":
+            raise LedgerClosedError(f"ledger {self.name!r} is deleted")
+        md = self._lc if initial_position == "latest" else self._first - 1
+        c = ManagedCursor(self, name, md)
+        self._cursors[name] = c
+        c._touch()
+        return c
+
+    def _restore_cursor(self, name: str, state: bytes) -> None:
+        self._cursors[name] = ManagedCursor.from_state(self, name, state)
+
+    async def delete_cursor(self, name: str) -> None:
+        c = self._cursors.pop(name, None)
+        if c is None:
+            return
+        c._deleted = True
+        self._store._dirty_cursors.pop(c, None)
+        await self._store._submit([DeleteCursorOp(self.ledger_id, name)], None)
+        self._schedule_trim()
+
+    # ---- trimming ----
+
+    def _schedule_trim(self) -> None:
+        if self._trim_handle is None and self._closed_reason is None:
+            loop = self._store._loop
+            if loop is not None:
+                self._trim_handle = loop.call_later(self._store.trim_interval, self.trim)
+
+    def trim(self) -> None:
+        if self._trim_handle is not None:
+            self._trim_handle.cancel()
+            self._trim_handle = None
+        if not self._cursors or self._closed_reason == "deleted":
+            return
+        upto = min(min(c._md for c in self._cursors.values()), self._lc)
+        if upto < self._first:
+            return
+        # persist this ledger's dirty cursors in the same transaction as the delete
+        ops: list[WriteOp] = [c._snapshot_op() for c in self._cursors.values() if c._dirty]
+        for c in self._cursors.values():
+            self._store._dirty_cursors.pop(c, None)
+        ops.append(TrimOp(self, upto))
+        self._first = upto + 1
+        k = self._first - self._cum_base
+        if k >= _CUM_COMPACT_MIN and k * 2 >= len(self._cum):
+            self._cum_before = self._cum[k - 1]
+            del self._cum[:k]
+            self._cum_base = self._first
+        self._store._submit_background(ops)
+
+    def _on_trim_committed(self, freed_bytes: int) -> None:
+        self._size -= freed_bytes
+
+    def _close(self, reason: str) -> None:
+        self._closed_reason = reason
+        if self._trim_handle is not None:
+            self._trim_handle.cancel()
+            self._trim_handle = None
+
+    def __repr__(self) -> str:
+        return f"ManagedLedger({self.name!r}, id={self.ledger_id}, lc={self._lc})"

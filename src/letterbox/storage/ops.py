@@ -1,0 +1,203 @@
+# Write operations executed by the single writer thread (see writer.py).
+#
+# An op has two halves:
+#   apply(conn, fenced)  -- runs on the WRITER thread inside the group transaction; SQL only,
+#                           must not touch loop-owned state (it may be re-run once if the
+#                           group is retried op-by-op after a failure).
+#   on_commit()/on_fail() -- run on the EVENT LOOP thread after the transaction committed
+#                           (or the op's submission failed); they update in-memory state.
+# Ops are plain data captured on the loop thread at submit time (e.g. a cursor's state is
+# serialized when the op is built), so the writer never reads live objects.
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from .entry import Entry
+from .errors import LedgerClosedError
+
+if TYPE_CHECKING:
+    from .managed_ledger import ManagedLedger
+
+INSERT_ENTRY = (
+    "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+UPSERT_SEQ = (
+    "INSERT INTO producer_seq (ledger_id, producer_name, sequence_id) VALUES (?, ?, ?) "
+    "ON CONFLICT (ledger_id, producer_name) DO UPDATE SET sequence_id = excluded.sequence_id"
+)
+
+
+class WriteOp:
+    __slots__ = ()
+    nbytes = 0  # approximate payload size, used to bound a group transaction
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        raise NotImplementedError
+
+    def on_commit(self) -> None:
+        pass
+
+    def on_fail(self, exc: BaseException) -> None:
+        pass
+
+
+class AppendOp(WriteOp):
+    __slots__ = ("entry", "ledger", "nbytes", "producer_name", "sequence_id")
+
+    def __init__(
+        self,
+        ledger: ManagedLedger,
+        entry: Entry,
+        producer_name: str | None,
+        sequence_id: int | None,
+    ) -> None:
+        self.ledger = ledger
+        self.entry = entry
+        self.producer_name = producer_name
+        self.sequence_id = sequence_id
+        self.nbytes = len(entry.data)
+
+    @property
+    def ledger_id(self) -> int:
+        return self.entry.position.ledger_id
+
+    def entry_row(self) -> tuple[int, int, int, int, int, bytes]:
+        e = self.entry
+        return (
+            e.position.ledger_id,
+            e.position.entry_id,
+            e.publish_time,
+            e.num_messages,
+            len(e.data),
+            e.data,
+        )
+
+    def seq_row(self) -> tuple[int, str, int] | None:
+        if self.producer_name is None or self.sequence_id is None:
+            return None
+        return (self.entry.position.ledger_id, self.producer_name, self.sequence_id)
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        if self.ledger_id in fenced:
+            raise LedgerClosedError(f"ledger {self.ledger_id} is fenced after a failed write")
+        conn.execute(INSERT_ENTRY, self.entry_row())
+        seq = self.seq_row()
+        if seq is not None:
+            conn.execute(UPSERT_SEQ, seq)
+
+    def on_commit(self) -> None:
+        self.ledger._on_append_committed(self)
+
+    def on_fail(self, exc: BaseException) -> None:
+        self.ledger._fence(exc)
+
+
+class CreateLedgerOp(WriteOp):
+    __slots__ = ("first_entry_id", "ledger_id", "name")
+
+    def __init__(self, name: str, ledger_id: int, first_entry_id: int = 0) -> None:
+        self.name = name
+        self.ledger_id = ledger_id
+        self.first_entry_id = first_entry_id
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        conn.execute(
+            "INSERT INTO ledgers (name, ledger_id, first_entry_id) VALUES (?, ?, ?)",
+            (self.name, self.ledger_id, self.first_entry_id),
+        )
+        conn.execute(
+            "UPDATE counters SET value = max(value, ?) WHERE name = 'next_ledger_id'",
+            (self.ledger_id + 1,),
+        )
+
+
+class DeleteLedgerOp(WriteOp):
+    __slots__ = ("ledger_id",)
+
+    def __init__(self, ledger_id: int) -> None:
+        self.ledger_id = ledger_id
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        lid = (self.ledger_id,)
+        conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
+        conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
+        conn.execute("DELETE FROM producer_seq WHERE ledger_id = ?", lid)
+        conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", lid)
+
+
+class TrimOp(WriteOp):
+    """Delete entries with entry_id <= upto and persist the trim watermark."""
+
+    __slots__ = ("freed_bytes", "ledger", "upto")
+
+    def __init__(self, ledger: ManagedLedger, upto: int) -> None:
+        self.ledger = ledger
+        self.upto = upto
+        self.freed_bytes = 0
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        lid = self.ledger.ledger_id
+        row = conn.execute(
+            "SELECT COALESCE(SUM(size), 0) FROM entries WHERE ledger_id = ? AND entry_id <= ?",
+            (lid, self.upto),
+        ).fetchone()
+        self.freed_bytes = int(row[0])
+        conn.execute("DELETE FROM entries WHERE ledger_id = ? AND entry_id <= ?", (lid, self.upto))
+        conn.execute(
+            "UPDATE ledgers SET first_entry_id = max(first_entry_id, ?) WHERE ledger_id = ?",
+            (self.upto + 1, lid),
+        )
+
+    def on_commit(self) -> None:
+        self.ledger._on_trim_committed(self.freed_bytes)
+
+
+class CursorWriteOp(WriteOp):
+    """Rewrite one cursor's whole state record (serialized on the loop thread)."""
+
+    __slots__ = ("ledger_id", "name", "state")
+
+    def __init__(self, ledger_id: int, name: str, state: bytes) -> None:
+        self.ledger_id = ledger_id
+        self.name = name
+        self.state = state
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        conn.execute(
+            "INSERT INTO cursors (ledger_id, name, state) VALUES (?, ?, ?) "
+            "ON CONFLICT (ledger_id, name) DO UPDATE SET state = excluded.state",
+            (self.ledger_id, self.name, self.state),
+        )
+
+
+class DeleteCursorOp(WriteOp):
+    __slots__ = ("ledger_id", "name")
+
+    def __init__(self, ledger_id: int, name: str) -> None:
+        self.ledger_id = ledger_id
+        self.name = name
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        conn.execute(
+            "DELETE FROM cursors WHERE ledger_id = ? AND name = ?", (self.ledger_id, self.name)
+        )
+
+
+class MetadataOp(WriteOp):
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: str | None) -> None:
+        self.key = key
+        self.value = value
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        if self.value is None:
+            conn.execute("DELETE FROM metadata WHERE key = ?", (self.key,))
+        else:
+            conn.execute(
+                "INSERT INTO metadata (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (self.key, self.value),
+            )

@@ -1,0 +1,144 @@
+# SQLite schema, connection setup and the recovery loader.
+#
+# Tables (one database file per data dir):
+#   counters(name, value)          -- 'next_ledger_id': ledger ids are never reused
+#   ledgers(name, ledger_id, first_entry_id)
+#                                  -- first_entry_id is the trim watermark: every entry below
+#                                     it was deleted; it keeps next-entry-id correct even when
+#                                     all entries of a ledger were trimmed
+#   entries(rowid, ledger_id, entry_id, publish_time, num_messages, size, data)
+#                                  -- rowid table (entries may be 100 KB blobs), UNIQUE index
+#                                     on (ledger_id, entry_id); `data` is the LAST column so
+#                                     metadata scans never read blob overflow pages
+#   producer_seq(ledger_id, producer_name, sequence_id)  -- dedup state, same txn as entry
+#   cursors(ledger_id, name, state) -- one whole-state record per cursor (see cursor_state)
+#   metadata(key, value)
+# Invariant: per ledger, stored entry ids are contiguous from first_entry_id (trim removes a
+# prefix only); the loader tolerates gaps by counting missing ids as zero messages.
+from __future__ import annotations
+
+import sqlite3
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+SyncMode = Literal["full", "normal", "off"]
+
+DDL = """
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO counters (name, value) VALUES ('next_ledger_id', 1);
+CREATE TABLE IF NOT EXISTS ledgers (
+    name TEXT PRIMARY KEY,
+    ledger_id INTEGER NOT NULL UNIQUE,
+    first_entry_id INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS entries (
+    ledger_id INTEGER NOT NULL,
+    entry_id INTEGER NOT NULL,
+    publish_time INTEGER NOT NULL,
+    num_messages INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_pos ON entries (ledger_id, entry_id);
+CREATE TABLE IF NOT EXISTS producer_seq (
+    ledger_id INTEGER NOT NULL,
+    producer_name TEXT NOT NULL,
+    sequence_id INTEGER NOT NULL,
+    PRIMARY KEY (ledger_id, producer_name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cursors (
+    ledger_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    state BLOB NOT NULL,
+    PRIMARY KEY (ledger_id, name)
+);
+CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+_SYNC_PRAGMA = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
+
+
+def db_path(data_dir: Path) -> Path:
+    return data_dir / "letterbox.db"
+
+
+def open_writer(path: Path, sync: SyncMode) -> sqlite3.Connection:
+    """Open the writer connection (autocommit mode; the writer issues BEGIN/COMMIT)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA page_size=16384")  # only effective when the file is created
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={_SYNC_PRAGMA[sync]}")
+    conn.execute("PRAGMA journal_size_limit=67108864")
+    conn.execute("PRAGMA cache_size=-16384")
+    conn.executescript(DDL)
+    return conn
+
+
+def open_reader(path: Path) -> sqlite3.Connection:
+    """Open the read-only connection used on the event-loop thread (and for recovery)."""
+    conn = sqlite3.connect(
+        f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+    )
+    conn.execute("PRAGMA query_only=1")
+    conn.execute("PRAGMA cache_size=-16384")
+    return conn
+
+
+@dataclass
+class RecoveredLedger:
+    name: str
+    ledger_id: int
+    first_entry_id: int
+    next_entry_id: int
+    cum_messages: array[int]  # cum_messages[i] = messages in entries first..first+i
+    size_bytes: int
+    sequences: dict[str, int] = field(default_factory=dict)
+    cursors: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class RecoveredState:
+    next_ledger_id: int
+    ledgers: list[RecoveredLedger]
+    metadata: dict[str, str]
+
+
+def load_state(conn: sqlite3.Connection) -> RecoveredState:
+    """Read everything needed to rebuild in-memory state. O(entries) on metadata columns."""
+    row = conn.execute("SELECT value FROM counters WHERE name = 'next_ledger_id'").fetchone()
+    next_ledger_id = int(row[0]) if row else 1
+    ledgers: list[RecoveredLedger] = []
+    rows = conn.execute("SELECT name, ledger_id, first_entry_id FROM ledgers ORDER BY ledger_id")
+    for name, lid, first in rows.fetchall():
+        cum: array[int] = array("q")
+        total = 0
+        size = 0
+        expected = first
+        cur = conn.execute(
+            "SELECT entry_id, num_messages, size FROM entries "
+            "WHERE ledger_id = ? AND entry_id >= ? ORDER BY entry_id",
+            (lid, first),
+        )
+        for eid, nm, sz in cur:
+            while expected < eid:  # gap (should not happen): count as zero messages
+                cum.append(total)
+                expected += 1
+            total += nm
+            size += sz
+            cum.append(total)
+            expected += 1
+        led = RecoveredLedger(name, lid, first, expected, cum, size)
+        for prod, seq in conn.execute(
+            "SELECT producer_name, sequence_id FROM producer_seq WHERE ledger_id = ?", (lid,)
+        ):
+            led.sequences[prod] = seq
+        for cname, state in conn.execute(
+            "SELECT name, state FROM cursors WHERE ledger_id = ? ORDER BY name", (lid,)
+        ):
+            led.cursors.append((cname, bytes(state)))
+        ledgers.append(led)
+        next_ledger_id = max(next_ledger_id, lid + 1)
+    metadata = dict(conn.execute("SELECT key, value FROM metadata").fetchall())
+    return RecoveredState(next_ledger_id, ledgers, metadata)

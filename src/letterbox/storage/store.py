@@ -1,0 +1,265 @@
+# Store: owns <data_dir>/letterbox.db (SQLite, WAL), every ManagedLedger, the shared tail cache,
+# the metadata map and the single writer thread.
+#
+# Threading / durability model:
+#   * All writes go through Writer (writer.py): one thread, one connection, group commit.
+#     A write is a list of ops submitted atomically with _submit(ops, result) -> Future; the
+#     future resolves on the loop thread after COMMIT (durable per sync mode), after each op's
+#     on_commit() has updated in-memory state, and confirm listeners fire once per ledger.
+#   * Reads use a separate read-only connection on the event-loop thread (point/range queries
+#     on the (ledger_id, entry_id) index); recent entries are served from the tail cache.
+#   * In-memory state (ledgers, cursors, metadata) is mutated only on the loop thread.
+#   * Dirty cursors are serialized once per loop iteration and written in the writer's next
+#     transaction.
+#
+# Multi-op atomic transactions (e.g. a dead-letter move: append to ledger A and ack in cursor B
+# atomically):
+#     op = dlq_ledger._prepare_append(data, n, publish_time)   # assigns the entry id
+#     cursor.ack([entry_id])                                    # in-memory mutation
+#     await store.transaction([op, cursor._snapshot_op()])      # one txn: both or neither
+# If the transaction fails, the appended ledger is fenced (like any failed append).
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .cache import EntryCache
+from .entry import Entry
+from .errors import StoreClosedError
+from .managed_cursor import ManagedCursor
+from .managed_ledger import ManagedLedger
+from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, WriteOp
+from .position import Position
+from .schema import SyncMode, db_path, load_state, open_reader
+from .writer import Submission, Writer
+
+__all__ = ["Store", "SyncMode"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_READ_RANGE = (
+    "SELECT entry_id, publish_time, num_messages, data FROM entries "
+    "WHERE ledger_id = ? AND entry_id >= ? AND entry_id <= ? ORDER BY entry_id"
+)
+
+
+class Store:
+    def __init__(
+        self,
+        data_dir: Path,
+        sync: SyncMode = "full",
+        cache_bytes: int = 64 * 1024 * 1024,
+        trim_interval: float = 0.5,
+    ) -> None:
+        if sync not in ("full", "normal", "off"):
+            raise ValueError(f"invalid sync mode {sync!r}")
+        self.data_dir = Path(data_dir)
+        self.sync: SyncMode = sync
+        self.trim_interval = trim_interval
+        self._cache = EntryCache(cache_bytes)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writer: Writer | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._ledgers: dict[str, ManagedLedger] = {}
+        self._next_ledger_id = 1
+        self._metadata: dict[str, str] = {}
+        self._dirty_cursors: dict[ManagedCursor, None] = {}  # insertion-ordered set
+        self._flush_scheduled = False
+        self._closing = False
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        if self._writer is not None:
+            raise RuntimeError("store already started")
+        self._loop = asyncio.get_running_loop()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = db_path(self.data_dir)
+        writer = Writer(path, self.sync, self._loop, self._complete)
+        await writer.start()  # creates the schema before the reader opens the file
+        self._writer = writer
+        self._reader = open_reader(path)
+        state = await asyncio.to_thread(load_state, self._reader)
+        self._next_ledger_id = state.next_ledger_id
+        self._metadata = state.metadata
+        for rl in state.ledgers:
+            led = ManagedLedger(
+                self,
+                rl.name,
+                rl.ledger_id,
+                first_entry_id=rl.first_entry_id,
+                next_entry_id=rl.next_entry_id,
+                cum_messages=rl.cum_messages,
+                size_bytes=rl.size_bytes,
+                sequences=rl.sequences,
+            )
+            for cname, cstate in rl.cursors:
+                led._restore_cursor(cname, cstate)
+            self._ledgers[rl.name] = led
+
+    async def close(self) -> None:
+        if self._writer is None or self._closing:
+            return
+        self._flush_dirty_cursors()
+        self._closing = True
+        for led in self._ledgers.values():
+            led._close("closed")
+        await self._submit_unchecked([], None)  # barrier: everything queued before is durable
+        await self._writer.stop()
+        self._writer = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    @property
+    def commit_count(self) -> int:
+        """Number of writer transactions so far (group commits)."""
+        return self._writer.commit_count if self._writer is not None else 0
+
+    # ---- ledgers ----
+
+    def ledger_names(self) -> list[str]:
+        return sorted(self._ledgers)
+
+    def get_ledger(self, name: str) -> ManagedLedger | None:
+        return self._ledgers.get(name)
+
+    def open_ledger(self, name: str) -> ManagedLedger:
+        led = self._ledgers.get(name)
+        if led is not None:
+            return led
+        self._check_open()
+        lid = self._next_ledger_id
+        self._next_ledger_id += 1
+        led = ManagedLedger(self, name, lid)
+        self._ledgers[name] = led
+        self._submit_background([CreateLedgerOp(name, lid)])
+        return led
+
+    async def delete_ledger(self, name: str) -> None:
+        led = self._ledgers.pop(name, None)
+        if led is None:
+            return
+        led._close("deleted")
+        for c in led._cursors.values():
+            c._deleted = True
+            self._dirty_cursors.pop(c, None)
+        self._cache.drop(led._cache)
+        await self._submit([DeleteLedgerOp(led.ledger_id)], None)
+
+    # ---- metadata ----
+
+    def get_metadata(self, key: str) -> str | None:
+        return self._metadata.get(key)
+
+    async def put_metadata(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._metadata.pop(key, None)
+        else:
+            self._metadata[key] = value
+        await self._submit([MetadataOp(key, value)], None)
+
+    def metadata_items(self, prefix: str) -> list[tuple[str, str]]:
+        return sorted((k, v) for k, v in self._metadata.items() if k.startswith(prefix))
+
+    # ---- write plumbing ----
+
+    def _check_open(self) -> None:
+        if self._writer is None or self._closing:
+            raise StoreClosedError("store is not open")
+
+    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
+        """Submit ops as ONE atomic unit (inside the writer's next group transaction)."""
+        self._check_open()
+        return self._submit_unchecked(ops, result)
+
+    def _submit_unchecked(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
+        assert self._loop is not None and self._writer is not None
+        fut: asyncio.Future[T] = self._loop.create_future()
+        self._writer.submit(Submission(ops, fut, result))
+        return fut
+
+    def transaction(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
+        """Commit several ops atomically (see the module comment)."""
+        return self._submit(ops, None)
+
+    async def barrier(self) -> None:
+        """Resolves once everything submitted before it is durable (incl. dirty cursors)."""
+        self._flush_dirty_cursors()
+        await self._submit([], None)
+
+    def _submit_background(self, ops: Sequence[WriteOp]) -> None:
+        self._submit(ops, None).add_done_callback(_log_failure)
+
+    def _complete(self, group: list[Submission]) -> None:
+        """Loop thread: apply committed ops to memory, resolve futures, notify listeners."""
+        touched: dict[ManagedLedger, None] = {}
+        for sub in group:
+            err = sub.error
+            if err is None:
+                for op in sub.ops:
+                    op.on_commit()
+                    if isinstance(op, AppendOp):
+                        touched[op.ledger] = None
+                if not sub.future.done():
+                    sub.future.set_result(sub.result)
+            else:
+                for op in sub.ops:
+                    op.on_fail(err)
+                if not sub.future.done():
+                    sub.future.set_exception(err)
+        for led in touched:
+            led._notify_confirmed()
+
+    def _cursor_dirty(self, cursor: ManagedCursor) -> None:
+        self._dirty_cursors[cursor] = None
+        if not self._flush_scheduled and self._loop is not None and not self._closing:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush_dirty_cursors)
+
+    def _flush_dirty_cursors(self) -> None:
+        self._flush_scheduled = False
+        if not self._dirty_cursors or self._writer is None or self._closing:
+            return
+        ops: list[WriteOp] = [c._snapshot_op() for c in self._dirty_cursors if not c._deleted]
+        self._dirty_cursors.clear()
+        if ops:
+            self._submit_background(ops)
+
+    # ---- read plumbing (loop thread, read-only connection) ----
+
+    def _read_range(
+        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Entry]
+    ) -> int:
+        if self._reader is None:
+            raise StoreClosedError("store is not open")
+        nbytes = 0
+        cur = self._reader.execute(_READ_RANGE, (ledger_id, first, last))
+        try:
+            for eid, pt, nm, data in cur:
+                out.append(Entry(Position(ledger_id, eid), data, nm, pt))
+                nbytes += len(data)
+                if nbytes >= max_bytes:
+                    break
+        finally:
+            cur.close()
+        return nbytes
+
+    def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None:
+        if self._reader is None:
+            raise StoreClosedError("store is not open")
+        row = self._reader.execute(
+            "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?",
+            (ledger_id, entry_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+
+def _log_failure(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("background storage write failed: %s", fut.exception())

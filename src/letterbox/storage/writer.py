@@ -1,0 +1,196 @@
+# The single writer thread: owns the only read-write SQLite connection.
+#
+# Callers (on the event loop) enqueue Submissions -- a list of ops + an asyncio future -- on a
+# thread-safe queue. The writer blocks for the first submission, drains whatever else is queued
+# (bounded by MAX_GROUP_SUBMISSIONS / MAX_GROUP_BYTES), executes the whole group in ONE
+# transaction and commits it (group commit: one fsync for many appends), then hands the group
+# back to the loop with ONE loop.call_soon_threadsafe(on_done, group).
+#
+# Invariants:
+#   * submissions are applied in queue (= call) order; a submission is atomic (all its ops
+#     commit together or none do) -- this is what makes multi-op transactions possible;
+#   * a future is resolved only after COMMIT returned, i.e. durable per the sync mode;
+#   * fast path: the group runs without savepoints, consecutive appends via executemany. If
+#     anything fails the transaction is rolled back and re-run with one SAVEPOINT per
+#     submission, so one bad submission fails alone;
+#   * a ledger whose append failed is fenced in `fenced` for the writer's lifetime so no later
+#     append can commit after a gap (entry ids stay contiguous on disk).
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .ops import INSERT_ENTRY, UPSERT_SEQ, AppendOp, WriteOp
+from .schema import SyncMode, open_writer
+
+log = logging.getLogger(__name__)
+
+MAX_GROUP_SUBMISSIONS = 4096
+MAX_GROUP_BYTES = 32 * 1024 * 1024
+
+
+class Submission:
+    __slots__ = ("error", "future", "nbytes", "ops", "result")
+
+    def __init__(self, ops: Sequence[WriteOp], future: asyncio.Future[Any], result: Any) -> None:
+        self.ops = ops
+        self.future = future
+        self.result = result
+        self.error: BaseException | None = None
+        self.nbytes = sum(op.nbytes for op in ops)
+
+
+class Writer:
+    def __init__(
+        self,
+        path: Path,
+        sync: SyncMode,
+        loop: asyncio.AbstractEventLoop,
+        on_done: Callable[[list[Submission]], None],
+    ) -> None:
+        self._path = path
+        self._sync: SyncMode = sync
+        self._loop = loop
+        self._on_done = on_done
+        self._queue: queue.SimpleQueue[Submission | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.fenced: set[int] = set()
+        self.commit_count = 0
+
+    async def start(self) -> None:
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="letterbox-storage-writer", daemon=True
+        )
+        self._thread.start()
+        await ready
+
+    def submit(self, sub: Submission) -> None:
+        self._queue.put(sub)
+
+    async def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._queue.put(None)
+        await asyncio.to_thread(self._thread.join)
+        self._thread = None
+
+    # ---- writer thread ----
+
+    def _signal(self, fut: asyncio.Future[None], exc: BaseException | None) -> None:
+        def done() -> None:
+            if fut.done():
+                return
+            if exc is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(done)
+
+    def _run(self, ready: asyncio.Future[None]) -> None:
+        try:
+            conn = open_writer(self._path, self._sync)
+        except BaseException as exc:
+            self._signal(ready, exc)
+            return
+        self._signal(ready, None)
+        try:
+            stop = False
+            while not stop:
+                item = self._queue.get()
+                group: list[Submission] = []
+                nbytes = 0
+                while True:
+                    if item is None:
+                        stop = True
+                        break
+                    group.append(item)
+                    nbytes += item.nbytes
+                    if len(group) >= MAX_GROUP_SUBMISSIONS or nbytes >= MAX_GROUP_BYTES:
+                        break
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                if group:
+                    self._execute(conn, group)
+        finally:
+            conn.close()
+
+    def _execute(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
+        try:
+            self._run_fast(conn, group)
+        except Exception as exc:
+            log.debug("group commit failed (%s); retrying per submission", exc)
+            self._rollback(conn)
+            try:
+                self._run_isolated(conn, group)
+            except Exception as exc2:
+                log.error("storage commit failed: %s", exc2)
+                self._rollback(conn)
+                for sub in group:
+                    if sub.error is None:
+                        sub.error = exc2
+                    self._fence(sub)
+        self.commit_count += 1
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody is waiting any more
+            self._loop.call_soon_threadsafe(self._on_done, group)
+
+    def _run_fast(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
+        rows: list[tuple[int, int, int, int, int, bytes]] = []
+        seqs: list[tuple[int, str, int]] = []
+
+        def flush() -> None:
+            if rows:
+                conn.executemany(INSERT_ENTRY, rows)
+                rows.clear()
+            if seqs:
+                conn.executemany(UPSERT_SEQ, seqs)
+                seqs.clear()
+
+        conn.execute("BEGIN")
+        for sub in group:
+            for op in sub.ops:
+                if type(op) is AppendOp and op.ledger_id not in self.fenced:
+                    rows.append(op.entry_row())
+                    seq = op.seq_row()
+                    if seq is not None:
+                        seqs.append(seq)
+                else:
+                    flush()
+                    op.apply(conn, self.fenced)
+        flush()
+        conn.execute("COMMIT")
+
+    def _run_isolated(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
+        conn.execute("BEGIN")
+        for sub in group:
+            conn.execute("SAVEPOINT sub")
+            try:
+                for op in sub.ops:
+                    op.apply(conn, self.fenced)
+            except Exception as exc:
+                conn.execute("ROLLBACK TO sub")
+                sub.error = exc
+                self._fence(sub)
+            conn.execute("RELEASE sub")
+        conn.execute("COMMIT")
+
+    def _fence(self, sub: Submission) -> None:
+        for op in sub.ops:
+            if isinstance(op, AppendOp):
+                self.fenced.add(op.ledger_id)
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")

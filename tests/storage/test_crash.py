@@ -1,0 +1,90 @@
+# Crash safety: a child process appends continuously and prints every entry id whose append
+# future resolved; we SIGKILL it midway and check every printed id is on disk.
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from storage_helpers import payload, run_with_store
+
+from letterbox.storage import Store
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from letterbox.storage import Store
+
+    def payload(i):
+        b = f"entry-{i}-".encode()
+        return (b * (200 // len(b) + 1))[:200]
+
+    async def main():
+        store = Store(Path(sys.argv[1]), sync=sys.argv[2])
+        await store.start()
+        led = store.open_ledger("crash")
+        cur = led.open_cursor("sub", "earliest")
+        led.open_cursor("hold", "earliest")  # never acks: nothing gets trimmed
+        out = sys.stdout
+        def done(fut):
+            out.write(f"{fut.result().entry_id}\\n")
+            out.flush()
+        i = 0
+        while True:
+            futs = []
+            for _ in range(50):
+                f = led.append(payload(i), 1, i, producer_name="p", sequence_id=i)
+                f.add_done_callback(done)
+                futs.append(f)
+                i += 1
+            await asyncio.gather(*futs)
+            cur.ack([i - 50])
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.parametrize("sync", ["full", "normal"])
+def test_sigkill_loses_nothing_acknowledged(tmp_path: Path, sync: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), sync],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    printed: list[int] = []
+    try:
+        while len(printed) < 3000:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            printed.append(int(line))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=30)
+    printed += [int(x) for x in rest.split()]
+    assert len(printed) >= 3000, "child died early"
+
+    async def check(store: Store) -> None:
+        led = store.get_ledger("crash")
+        assert led is not None
+        last = max(printed)
+        assert led.last_confirmed.entry_id >= last
+        got = led.read_entries(0, last + 1)
+        assert [e.position.entry_id for e in got] == list(range(last + 1))
+        assert all(e.data == payload(e.position.entry_id, 200) for e in got)
+        assert led.last_sequence_id("p") >= last
+        # store still writable after the crash
+        pos = await led.append(b"after", 1, 1)
+        assert pos.entry_id == led.last_confirmed.entry_id
+
+    run_with_store(tmp_path, check)
