@@ -32,7 +32,7 @@ test: lint typecheck unit
 # Regenerate the protobuf module from our schema (needs the dev extras).
 proto:
 	$(BIN)/pip install -q -e '.[dev]'
-	cd src && ../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --mypy_out=. letterbox/protocol/pulsar_api.proto
+	cd src && PATH=$(abspath $(BIN)):$$PATH ../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --mypy_out=. letterbox/protocol/pulsar_api.proto
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,3 @@
+from letterbox.cli import main
+
+main()

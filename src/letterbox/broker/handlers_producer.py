@@ -1,0 +1,169 @@
+# Publish-side requests of ServerCnx: PRODUCER, SEND, CLOSE_PRODUCER.
+# SEND_RECEIPTs leave in send order and only after the entry is durable: a
+# producer's receipts hang off one chain of futures, so a duplicate answered
+# from memory never overtakes an append still waiting for its fsync.
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
+from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
+from letterbox.protocol import MalformedFrame, commands, parse_headers_and_payload, pb
+
+if TYPE_CHECKING:
+    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.protocol import Frame
+    from letterbox.storage.position import Position
+
+log = logging.getLogger("letterbox.producer")
+T = pb.BaseCommand
+U64 = (1 << 64) - 1
+
+
+def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.producer
+    rid, pid = c.request_id, c.producer_id
+    if pid in cnx.pending_producers:
+        raise ServiceNotReady(f"Producer {pid} is still being created on this connection")
+    existing = cnx.producers.get(pid)
+    if existing is not None:
+        # a client retrying its create on the same connection gets the same answer
+        cnx.write(_success(cnx, rid, existing))
+        return
+    name = TopicName.parse(c.topic)
+    if c.producer_access_mode not in ACCESS_MODE_NAMES:
+        raise NotAllowed(f"unknown producer access mode {c.producer_access_mode}")
+    service = cnx.service
+    topic = service.get_topic(name, create=True)
+    user_named = bool(c.HasField("producer_name") and c.producer_name)
+    pname = c.producer_name if user_named else service.new_producer_name()
+    producer = Producer(cnx, pid, pname, topic, c.producer_access_mode, user_named)
+    producer.metadata = {kv.key: kv.value for kv in c.metadata}
+    if isinstance(topic, PersistentTopic):
+        producer.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(pname)
+        if c.HasField("initial_subscription_name") and c.initial_subscription_name:
+            topic.subscription_for(c.initial_subscription_name, True, "earliest", None)
+    if c.HasField("schema"):
+        service.put_schema(name, c.schema.SerializeToString())
+    wait = topic.add_producer(producer)
+    if wait is None:
+        cnx.producers[pid] = producer
+        cnx.write(_success(cnx, rid, producer))
+        return
+    # WaitForExclusive: tell the client it is queued, answer again once it holds the topic
+    cnx.pending_producers[pid] = wait
+    cnx.write(_success(cnx, rid, producer, ready=False))
+
+    def granted(fut: asyncio.Future[None]) -> None:
+        cnx.pending_producers.pop(pid, None)
+        if fut.cancelled() or cnx.closed:
+            topic.remove_producer(producer)
+            return
+        cnx.producers[pid] = producer
+        cnx.write(_success(cnx, rid, producer))
+
+    wait.add_done_callback(granted)
+
+
+def _success(cnx: ServerCnx, rid: int, p: Producer, ready: bool = True) -> bytes:
+    version = commands.schema_version(0) if cnx.service.get_schema(p.topic.name) else b""
+    return commands.producer_success(
+        rid, p.name, p.highest_sequence_pushed, version, producer_ready=ready
+    )
+
+
+def handle_send(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.send
+    pid, seq = c.producer_id, c.sequence_id
+    producer = cnx.producers.get(pid)
+    if producer is None:
+        raise NotAllowed(f"no producer with id {pid} on this connection; create the producer first")
+    hp = frame.headers_and_payload
+    if hp is None:
+        raise NotAllowed("SEND without a message payload")
+    try:
+        parsed = parse_headers_and_payload(hp)
+    except MalformedFrame as exc:
+        raise LetterboxError(f"malformed message: {exc}") from None
+    if not parsed.checksum_ok:
+        raise LetterboxError(
+            "message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError
+        )
+    max_size = cnx.service.config.max_message_size
+    if len(parsed.payload) > max_size:
+        raise NotAllowed(f"message of {len(parsed.payload)} bytes exceeds the maximum of {max_size} bytes")
+    meta = parsed.metadata
+    num = c.num_messages if c.HasField("num_messages") else max(1, meta.num_messages_in_batch or 1)
+    highest = c.highest_sequence_id if c.HasField("highest_sequence_id") else None
+    top = highest if highest is not None and highest > seq else seq
+    topic = producer.topic
+    producer.msg_in += num
+    producer.bytes_in += len(hp)
+    if isinstance(topic, NonPersistentTopic):
+        pos = topic.publish_now(hp, num)
+        cnx.write(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
+        return
+    assert isinstance(topic, PersistentTopic)
+    if cnx.service.config.deduplication_enabled and seq <= producer.highest_sequence_pushed:
+        _chain(cnx, producer, None, seq, highest)
+        return
+    producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
+    fut = topic.publish(producer, hp, num, meta.publish_time, top)
+    _chain(cnx, producer, fut, seq, highest)
+
+
+def _chain(
+    cnx: ServerCnx, p: Producer, fut: asyncio.Future[Position] | None, seq: int, highest: int | None
+) -> None:
+    """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts."""
+    prev = p.last_receipt
+    if fut is None:
+        # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
+        if prev is None or prev.done():
+            cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest))
+            return
+        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def after(_f: object) -> None:
+            cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest))
+            done.set_result(None)
+
+        prev.add_done_callback(after)
+        p.last_receipt = done
+        return
+
+    def on_durable(f: asyncio.Future[Position]) -> None:
+        if f.cancelled() or f.exception() is not None:
+            err = f.exception() if not f.cancelled() else None
+            log.error("append failed for producer %s: %s", p.name, err)
+            cnx.write(
+                commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}")
+            )
+            return
+        pos = f.result()
+        cnx.write(commands.send_receipt(p.producer_id, seq, pos.ledger_id, pos.entry_id, highest))
+
+    fut.add_done_callback(on_durable)
+    p.last_receipt = fut  # type: ignore[assignment]
+
+
+def handle_close_producer(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.close_producer
+    producer = cnx.producers.pop(c.producer_id, None)
+    pending = cnx.pending_producers.pop(c.producer_id, None)
+    if pending is not None:
+        pending.cancel()
+    if producer is not None:
+        producer.topic.remove_producer(producer)
+    cnx.write(commands.success(c.request_id))
+
+
+HANDLERS: dict[int, Any] = {
+    T.PRODUCER: handle_producer,
+    T.SEND: handle_send,
+    T.CLOSE_PRODUCER: handle_close_producer,
+}

@@ -1,0 +1,80 @@
+# Topic-level requests of ServerCnx: LOOKUP, PARTITIONED_METADATA,
+# GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and GET_OR_CREATE_SCHEMA. This broker
+# owns every topic, so lookups always answer "connect to me".
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import InvalidTopicName, TopicNotFound
+from letterbox.protocol import commands, pb
+
+if TYPE_CHECKING:
+    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.protocol import Frame
+
+T = pb.BaseCommand
+
+
+def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.lookupTopic
+    TopicName.parse(c.topic)
+    cnx.write(commands.lookup_response(c.request_id, cnx.advertised_url()))
+
+
+def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.partitionMetadata
+    name = TopicName.parse(c.topic)
+    partitions = cnx.service.partitions_of(name, create=True)
+    cnx.write(commands.partitioned_metadata_response(c.request_id, partitions))
+
+
+def handle_get_topics_of_namespace(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.getTopicsOfNamespace
+    ns = c.namespace
+    if ns.count("/") != 1 or not all(ns.split("/")):
+        raise InvalidTopicName(f"invalid namespace {ns!r}: expected tenant/namespace")
+    mode = c.mode if c.HasField("mode") else pb.CommandGetTopicsOfNamespace.PERSISTENT
+    domains = {
+        pb.CommandGetTopicsOfNamespace.PERSISTENT: ("persistent",),
+        pb.CommandGetTopicsOfNamespace.NON_PERSISTENT: ("non-persistent",),
+        pb.CommandGetTopicsOfNamespace.ALL: ("persistent", "non-persistent"),
+    }[mode]
+    topics = [t for t in cnx.service.list_topics(ns) if t.split("://", 1)[0] in domains]
+    filtered = False
+    if c.HasField("topics_pattern") and c.topics_pattern:
+        try:
+            rx = re.compile(c.topics_pattern)
+        except re.error as exc:
+            raise InvalidTopicName(f"invalid topics pattern {c.topics_pattern!r}: {exc}") from None
+        topics = [t for t in topics if rx.fullmatch(t) or rx.fullmatch(t.split("://", 1)[1])]
+        filtered = True
+    cnx.write(commands.get_topics_of_namespace_response(c.request_id, topics, filtered))
+
+
+def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.getSchema
+    name = TopicName.parse(c.topic)
+    schema = cnx.service.get_schema(name)
+    if schema is None:
+        raise TopicNotFound(f"Topic {name} does not have a schema")
+    parsed = pb.Schema()
+    parsed.ParseFromString(schema)
+    cnx.write(commands.get_schema_response(c.request_id, parsed, commands.schema_version(0)))
+
+
+def handle_get_or_create_schema(cnx: ServerCnx, frame: Frame) -> None:
+    c = frame.command.getOrCreateSchema
+    name = TopicName.parse(c.topic)
+    cnx.service.put_schema(name, c.schema.SerializeToString())
+    cnx.write(commands.get_or_create_schema_response(c.request_id, commands.schema_version(0)))
+
+
+HANDLERS: dict[int, Any] = {
+    T.LOOKUP: handle_lookup,
+    T.PARTITIONED_METADATA: handle_partitioned_metadata,
+    T.GET_TOPICS_OF_NAMESPACE: handle_get_topics_of_namespace,
+    T.GET_SCHEMA: handle_get_schema,
+    T.GET_OR_CREATE_SCHEMA: handle_get_or_create_schema,
+}

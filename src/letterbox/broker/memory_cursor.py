@@ -1,0 +1,77 @@
+# The cursor of a non-durable subscription (readers): same interface as the
+# storage's ManagedCursor, kept only in memory and gone with the
+# subscription. Individually acked ids above the mark-delete position are a
+# plain set: readers rarely ack out of order.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from letterbox.storage.position import Position
+
+if TYPE_CHECKING:
+    from letterbox.storage.managed_ledger import ManagedLedger
+
+
+class MemoryCursor:
+    def __init__(self, name: str, ledger: ManagedLedger, mark_delete_entry: int) -> None:
+        self.name = name
+        self.ledger = ledger
+        self._md = mark_delete_entry
+        self._acked: set[int] = set()
+        self._batches: dict[int, set[int]] = {}
+
+    @property
+    def mark_delete(self) -> Position:
+        return Position(self.ledger.ledger_id, self._md)
+
+    def is_acked(self, entry_id: int) -> bool:
+        return entry_id <= self._md or entry_id in self._acked
+
+    def ack(self, entry_ids: list[int]) -> None:
+        for e in entry_ids:
+            if e > self._md:
+                self._acked.add(e)
+                self._batches.pop(e, None)
+        while self._md + 1 in self._acked:
+            self._md += 1
+            self._acked.discard(self._md)
+
+    def ack_batch_indexes(self, entry_id: int, batch_size: int, acked_indexes: list[int]) -> bool:
+        if self.is_acked(entry_id):
+            return True
+        done = self._batches.setdefault(entry_id, set())
+        done.update(i for i in acked_indexes if 0 <= i < batch_size)
+        if len(done) >= batch_size:
+            self.ack([entry_id])
+            return True
+        return False
+
+    def batch_ack_set(self, entry_id: int) -> list[int] | None:
+        done = self._batches.get(entry_id)
+        if not done:
+            return None
+        entry = self.ledger.read_entry(entry_id)
+        size = entry.num_messages if entry is not None else max(done) + 1
+        words = [0] * ((size + 63) // 64)
+        for i in range(size):
+            if i not in done:
+                words[i >> 6] |= 1 << (i & 63)
+        return [w - (1 << 64) if w >= 1 << 63 else w for w in words]
+
+    def ack_cumulative(self, entry_id: int) -> None:
+        if entry_id > self._md:
+            self._md = entry_id
+            self._acked = {e for e in self._acked if e > entry_id}
+            self._batches = {e: s for e, s in self._batches.items() if e > entry_id}
+            self.ack([])
+
+    def reset(self, next_entry_id: int) -> None:
+        self._md = next_entry_id - 1
+        self._acked.clear()
+        self._batches.clear()
+
+    def backlog(self) -> int:
+        return max(0, self.ledger.count_messages(self._md) - len(self._acked))
+
+    async def flush(self) -> None:
+        """Nothing to persist: a non-durable cursor lives only in memory."""

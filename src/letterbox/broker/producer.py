@@ -1,0 +1,32 @@
+# A Producer is one client producer on one connection, attached to a topic.
+# It remembers the highest sequence id it has pushed (for deduplication) and
+# chains its receipts so they leave in send order even when some SENDs are
+# answered without touching storage (duplicates).
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.broker.topic import Topic
+
+SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
+ACCESS_MODE_NAMES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
+
+
+@dataclass(eq=False)
+class Producer:
+    cnx: ServerCnx
+    producer_id: int
+    name: str
+    topic: Topic
+    access_mode: int = SHARED
+    user_provided_name: bool = False
+    highest_sequence_pushed: int = -1
+    last_receipt: asyncio.Future[object] | None = None
+    msg_in: int = 0
+    bytes_in: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)
+    closed: bool = False

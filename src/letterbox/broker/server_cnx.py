@@ -1,0 +1,250 @@
+# ServerCnx: one per client connection, a thin asyncio adapter over the
+# sans-IO ServerProtocol. Bytes in -> frames -> `handle_<command>` methods;
+# everything written is buffered and flushed once per event-loop pass, so a
+# burst of receipts or messages costs one socket write. A client error
+# becomes an ERROR / SEND_ERROR frame with a Pulsar code; a protocol
+# violation closes this connection only. No handler may raise out of
+# `data_received`.
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from letterbox.broker import handlers_consumer, handlers_producer, handlers_topic
+from letterbox.errors import LetterboxError, ServerError
+from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.producer import Producer
+    from letterbox.broker.service import BrokerService
+    from letterbox.protocol import Frame
+
+log = logging.getLogger("letterbox.cnx")
+KEEPALIVE_SECONDS = 30.0
+T = pb.BaseCommand
+
+
+class ServerCnx(asyncio.Protocol):
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self.proto = ServerProtocol(max_frame_size=service.config.max_message_size + FRAME_PADDING)
+        self.transport: asyncio.Transport | None = None
+        self.producers: dict[int, Producer] = {}
+        self.consumers: dict[int, Consumer] = {}
+        self.pending_producers: dict[int, asyncio.Future[None]] = {}
+        self.writable = True
+        self.closed = False
+        self.remote = "?"
+        self.protocol_version = 0
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._last_seen = time.monotonic()
+        self._keepalive: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
+
+    # --- transport callbacks ---------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
+        transport.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
+        self.service.connections.add(self)
+        self._keepalive = self._loop.call_later(KEEPALIVE_SECONDS, self._check_alive)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_seen = time.monotonic()
+        try:
+            self.proto.receive_data(data)
+            while not self.closed:
+                frame = self.proto.next_event()
+                if frame is None:
+                    break
+                self._dispatch(frame)
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", self.remote, exc)
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        self.service.connections.discard(self)
+        for producer in list(self.producers.values()):
+            producer.topic.remove_producer(producer)
+        self.producers.clear()
+        for consumer in list(self.consumers.values()):
+            self.service.detach_consumer(consumer)
+        self.consumers.clear()
+
+    def pause_writing(self) -> None:
+        self.writable = False
+
+    def resume_writing(self) -> None:
+        self.writable = True
+        for consumer in self.consumers.values():
+            if consumer.subscription is not None:
+                consumer.subscription.schedule_dispatch()
+
+    # --- output ----------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out and self.transport is not None and not self.closed:
+            out, self._out = self._out, []
+            self.transport.write(b"".join(out) if len(out) > 1 else out[0])
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._flush()
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _check_alive(self) -> None:
+        if self.closed:
+            return
+        idle = time.monotonic() - self._last_seen
+        if idle > 2 * KEEPALIVE_SECONDS:
+            log.info("closing idle connection from %s (no traffic for %.0fs)", self.remote, idle)
+            self.close()
+            return
+        if self.proto.connected:
+            self.write(commands.ping())
+        self._keepalive = self._loop.call_later(KEEPALIVE_SECONDS, self._check_alive)
+
+    # --- command dispatch ------------------------------------------------
+    def _dispatch(self, frame: Frame) -> None:
+        cmd = frame.command
+        handler = _HANDLERS.get(cmd.type)
+        try:
+            if handler is None:
+                self._unsupported(cmd)
+            else:
+                handler(self, frame)
+        except LetterboxError as exc:
+            self.reply_error(cmd, exc.code, exc.message)
+        except Exception as exc:  # a bug must not take the broker down
+            log.exception("error handling %s from %s", T.Type.Name(cmd.type), self.remote)
+            self.reply_error(cmd, ServerError.UnknownError, f"internal error: {exc}")
+
+    def reply_error(self, cmd: pb.BaseCommand, code: int, message: str) -> None:
+        rid = request_id_of(cmd)
+        if cmd.type == T.SEND:
+            self.write(commands.send_error(cmd.send.producer_id, cmd.send.sequence_id, code, message))
+        elif cmd.type == T.ACK and cmd.ack.HasField("request_id"):
+            self.write(commands.ack_response(cmd.ack.consumer_id, cmd.ack.request_id, code, message))
+        elif cmd.type == T.LOOKUP:
+            self.write(commands.lookup_error(rid or 0, code, message))
+        elif cmd.type == T.PARTITIONED_METADATA:
+            self.write(commands.partitioned_metadata_error(rid or 0, code, message))
+        elif cmd.type == T.GET_SCHEMA:
+            self.write(commands.get_schema_error(rid or 0, code, message))
+        elif rid is not None:
+            self.write(commands.error(rid, code, message))
+        else:
+            log.info("%s from %s failed: %s", T.Type.Name(cmd.type), self.remote, message)
+
+    def _unsupported(self, cmd: pb.BaseCommand) -> None:
+        name = T.Type.Name(cmd.type)
+        if request_id_of(cmd) is None:
+            log.warning("closing connection from %s: unsupported command %s", self.remote, name)
+            self.close()
+            return
+        self.reply_error(cmd, ServerError.NotAllowedError, f"letterbox does not support the {name} command")
+
+    # --- connection-level commands ----------------------------------------
+    def handle_connect(self, frame: Frame) -> None:
+        c = frame.command.connect
+        self.protocol_version = min(c.protocol_version, commands.PROTOCOL_VERSION)
+        self.write(
+            commands.connected(
+                server_version=f"letterbox-{self.service.version}",
+                protocol_version=self.protocol_version,
+                max_message_size=self.service.config.max_message_size,
+            )
+        )
+
+    def handle_ping(self, frame: Frame) -> None:
+        self.write(commands.pong())
+
+    def handle_pong(self, frame: Frame) -> None:
+        return None
+
+    def advertised_url(self) -> str:
+        cfg = self.service.config
+        if cfg.advertised_address:
+            host = cfg.advertised_address
+        else:
+            sock = self.transport.get_extra_info("sockname") if self.transport else None
+            host = sock[0] if sock else "127.0.0.1"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"pulsar://{host}:{self.service.port}"
+
+
+def request_id_of(cmd: pb.BaseCommand) -> int | None:
+    """The request id of whatever command this is, if it carries one."""
+    try:
+        name = T.Type.Name(cmd.type).lower()
+    except ValueError:
+        return None
+    field = _FIELD_FOR_TYPE.get(name, name)
+    try:
+        body: Any = getattr(cmd, field)
+    except AttributeError:
+        return None
+    if body is not None and "request_id" in body.DESCRIPTOR.fields_by_name and body.HasField("request_id"):
+        return int(body.request_id)
+    return None
+
+
+_FIELD_FOR_TYPE = {
+    "lookup": "lookupTopic",
+    "lookup_response": "lookupTopicResponse",
+    "partitioned_metadata": "partitionMetadata",
+    "partitioned_metadata_response": "partitionMetadataResponse",
+    "redeliver_unacknowledged_messages": "redeliverUnacknowledgedMessages",
+    "close_producer": "close_producer",
+    "close_consumer": "close_consumer",
+    "consumer_stats": "consumerStats",
+    "get_last_message_id": "getLastMessageId",
+    "get_topics_of_namespace": "getTopicsOfNamespace",
+    "get_schema": "getSchema",
+    "get_or_create_schema": "getOrCreateSchema",
+    "active_consumer_change": "active_consumer_change",
+    "reached_end_of_topic": "reachedEndOfTopic",
+    "auth_challenge": "authChallenge",
+    "auth_response": "authResponse",
+    "ack_response": "ackResponse",
+    "new_txn": "newTxn",
+    "add_partition_to_txn": "addPartitionToTxn",
+    "add_subscription_to_txn": "addSubscriptionToTxn",
+    "end_txn": "endTxn",
+    "end_txn_on_partition": "endTxnOnPartition",
+    "end_txn_on_subscription": "endTxnOnSubscription",
+    "tc_client_connect_request": "tcClientConnectRequest",
+    "watch_topic_list": "watchTopicList",
+    "watch_topic_list_close": "watchTopicListClose",
+    "topic_migrated": "topicMigrated",
+}
+
+_HANDLERS: dict[int, Any] = {
+    T.CONNECT: ServerCnx.handle_connect,
+    T.PING: ServerCnx.handle_ping,
+    T.PONG: ServerCnx.handle_pong,
+    **handlers_topic.HANDLERS,
+    **handlers_producer.HANDLERS,
+    **handlers_consumer.HANDLERS,
+}

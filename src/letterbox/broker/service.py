@@ -1,0 +1,163 @@
+# BrokerService: the one object that holds the broker's shared state (like
+# uvicorn's ServerState / Pulsar's BrokerService): configuration, the store,
+# the topic map, open connections, and the listening socket. Topics are
+# loaded lazily from the store on first use; partitioned-topic metadata and
+# schemas live in the store's metadata table.
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+import os
+import time
+from typing import TYPE_CHECKING
+
+from letterbox import __version__
+from letterbox.broker.topic import (
+    NonPersistentSubscription,
+    NonPersistentTopic,
+    PersistentTopic,
+    Topic,
+)
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.storage.store import Store
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.config import BrokerConfig
+
+log = logging.getLogger("letterbox")
+PARTITIONS_KEY = "partitions:"
+SCHEMA_KEY = "schema:"
+
+
+class BrokerService:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.version = __version__
+        self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
+        self.topics: dict[str, Topic] = {}
+        self.connections: set[ServerCnx] = set()
+        self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
+        self.port = config.port
+        self._server: asyncio.base_events.Server | None = None
+        # unique across restarts, so generated producer names never inherit old sequence ids
+        self._name_prefix = f"{config.cluster_name}-{base64.b32encode(os.urandom(5)).decode().lower()}"
+        self._producer_ids = itertools.count()
+        self._consumer_ids = itertools.count()
+        self._np_ledger_ids = itertools.count(1 << 40)
+        self.started_at = time.time()
+
+    # --- lifecycle -------------------------------------------------------
+    async def start(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        await self.store.start()
+        from letterbox.broker.server_cnx import ServerCnx
+
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: ServerCnx(self), host=self.config.bind, port=self.config.port, backlog=1024
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for cnx in list(self.connections):
+            cnx.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+        await self.store.close()
+
+    # --- naming ----------------------------------------------------------
+    def new_producer_name(self) -> str:
+        return f"{self._name_prefix}-{next(self._producer_ids)}"
+
+    def new_consumer_name(self) -> str:
+        return f"{self._name_prefix}-c{next(self._consumer_ids)}"
+
+    # --- topics ----------------------------------------------------------
+    def get_topic(self, name: TopicName, create: bool = True) -> Topic:
+        key = str(name)
+        topic = self.topics.get(key)
+        if topic is not None:
+            return topic
+        if self.partitions_of(name, create=False) > 0:
+            raise NotAllowed(
+                f"{name} is a partitioned topic; produce to or consume from its partitions "
+                f"({name}-partition-<i>) or let the client look up its partitions"
+            )
+        if not name.persistent:
+            topic = NonPersistentTopic(self, name, next(self._np_ledger_ids))
+        else:
+            ledger = self.store.get_ledger(key)
+            if ledger is None:
+                if not (create and self._may_auto_create(name)):
+                    raise TopicNotFound(f"Topic {name} does not exist")
+                ledger = self.store.open_ledger(key)
+            topic = PersistentTopic(self, name, ledger)
+        self.topics[key] = topic
+        return topic
+
+    def _may_auto_create(self, name: TopicName) -> bool:
+        if self.config.auto_topic_creation:
+            return True
+        parent = name.partitioned_parent
+        return parent != name and 0 <= name.partition_index < self.partitions_of(parent, create=False)
+
+    def partitions_of(self, name: TopicName, create: bool = False) -> int:
+        value = self.store.get_metadata(PARTITIONS_KEY + str(name))
+        return int(value) if value else 0
+
+    async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:
+        if partitions < 1:
+            raise NotAllowed("number of partitions must be at least 1")
+        await self.store.put_metadata(PARTITIONS_KEY + str(name), str(partitions))
+
+    def list_topics(self, namespace: str) -> list[str]:
+        names: set[str] = set()
+        for ledger_name in self.store.ledger_names():
+            t = TopicName.parse(ledger_name)
+            if t.namespace_name == namespace:
+                names.add(ledger_name)
+        for key, value in self.store.metadata_items(PARTITIONS_KEY):
+            t = TopicName.parse(key[len(PARTITIONS_KEY) :])
+            if t.namespace_name == namespace:
+                names.update(str(t.partition(i)) for i in range(int(value)))
+        for key, topic in self.topics.items():
+            if topic.name.namespace_name == namespace:
+                names.add(key)
+        return sorted(names)
+
+    def get_schema(self, name: TopicName) -> bytes | None:
+        value = self.store.get_metadata(SCHEMA_KEY + str(name.partitioned_parent))
+        return base64.b64decode(value) if value else None
+
+    def put_schema(self, name: TopicName, schema: bytes) -> None:
+        key = SCHEMA_KEY + str(name.partitioned_parent)
+        encoded = base64.b64encode(schema).decode()
+        if self.store.get_metadata(key) != encoded:
+            asyncio.ensure_future(self.store.put_metadata(key, encoded))
+
+    # --- consumers -------------------------------------------------------
+    def detach_consumer(self, consumer: Consumer) -> None:
+        sub = consumer.subscription
+        if sub is not None:
+            sub.remove_consumer(consumer)
+            if not sub.durable and not sub.consumers and not sub.sought:
+                sub.topic.remove_subscription(sub.name)
+            return
+        np_sub = self.np_consumers.pop(consumer, None)
+        if np_sub is not None:
+            np_sub.remove_consumer(consumer)
+            if not np_sub.consumers:
+                np_sub.topic.subscriptions.pop(np_sub.name, None)
+
+    async def delete_subscription(self, topic: PersistentTopic, name: str) -> None:
+        topic.remove_subscription(name)
+        if name in topic.ledger.cursors():
+            await topic.ledger.delete_cursor(name)

@@ -1,0 +1,330 @@
+# A Subscription (Pulsar's PersistentSubscription) owns one cursor, its read
+# position, a replay queue of entries to send again, and the dispatch loop.
+# Invariants:
+# - `read_position` is the next ledger entry never yet read for this
+#   subscription; everything below it is acked, pending on a consumer, or in
+#   the replay queue.
+# - The replay queue is kept in entry order and served before new entries,
+#   so redelivered messages are never overtaken by newer ones of the same
+#   consumer (Exclusive/Failover) or key (Key_Shared).
+# - Acks are applied to the cursor first, then removed from pending.
+from __future__ import annotations
+
+import asyncio
+import bisect
+from typing import TYPE_CHECKING, Protocol
+
+from letterbox.broker.dispatchers import (
+    EXCLUSIVE,
+    FAILOVER,
+    KEY_SHARED,
+    SHARED,
+    Dispatcher,
+    KeySharedDispatcher,
+    SingleActiveConsumerDispatcher,
+    make_dispatcher,
+)
+from letterbox.errors import ConsumerBusy, NotAllowed
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.topic import PersistentTopic
+    from letterbox.storage.position import Position
+
+READ_BATCH = 100
+MAX_ENTRIES_PER_ROUND = 2000
+MAX_REPLAY_PARKED = 10_000
+
+
+class Cursor(Protocol):
+    name: str
+
+    @property
+    def mark_delete(self) -> Position: ...
+    def is_acked(self, entry_id: int) -> bool: ...
+    def ack(self, entry_ids: list[int]) -> None: ...
+    def ack_batch_indexes(self, entry_id: int, batch_size: int, acked_indexes: list[int]) -> bool: ...
+    def batch_ack_set(self, entry_id: int) -> list[int] | None: ...
+    def ack_cumulative(self, entry_id: int) -> None: ...
+    def reset(self, next_entry_id: int) -> None: ...
+    def backlog(self) -> int: ...
+    async def flush(self) -> None: ...
+
+
+class Subscription:
+    def __init__(self, topic: PersistentTopic, name: str, cursor: Cursor, durable: bool) -> None:
+        self.topic = topic
+        self.name = name
+        self.cursor = cursor
+        self.durable = durable
+        self.sub_type: int | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.read_position = cursor.mark_delete.entry_id + 1
+        self._replay: list[int] = []
+        self._dispatch_scheduled = False
+        self.msg_redelivered = 0
+        # non-durable only: a seek closed the consumers, keep the position for their return
+        self.sought = False
+
+    # --- consumers -------------------------------------------------------
+    @property
+    def consumers(self) -> list[Consumer]:
+        return self.dispatcher.consumers if self.dispatcher else []
+
+    def add_consumer(self, consumer: Consumer, ks_auto_split: bool = True) -> None:
+        if self.dispatcher is None or not self.dispatcher.consumers:
+            if self.sub_type != consumer.sub_type or self.dispatcher is None:
+                self.sub_type = consumer.sub_type
+                self.dispatcher = make_dispatcher(
+                    consumer.sub_type, self.topic.name.partition_index, ks_auto_split
+                )
+        elif consumer.sub_type != self.sub_type:
+            raise ConsumerBusy(
+                f"Subscription {self.name!r} is of a different type; a consumer is connected as "
+                f"{_TYPE_NAMES[self.sub_type or 0]}"
+            )
+        d = self.dispatcher
+        assert d is not None
+        if isinstance(d, KeySharedDispatcher) and d.consumers:
+            consumer.ks_fence = self.read_position
+        d.add_consumer(consumer)
+        consumer.subscription = self
+        if isinstance(d, SingleActiveConsumerDispatcher):
+            self._on_active_change(d)
+        self.schedule_dispatch()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        d = self.dispatcher
+        if d is None or consumer not in d.consumers:
+            return
+        consumer.closed = True
+        d.remove_consumer(consumer)
+        self._park(list(consumer.pending))
+        consumer.pending.clear()
+        if isinstance(d, SingleActiveConsumerDispatcher):
+            self._on_active_change(d)
+        self.schedule_dispatch()
+
+    def _on_active_change(self, d: SingleActiveConsumerDispatcher) -> None:
+        previous, active = d.pick_active()
+        if previous is not None and previous is not active and previous in d.consumers:
+            # hand the old active consumer's unacked messages to the new one
+            self._park(list(previous.pending))
+            previous.pending.clear()
+        d.notify_active()
+
+    # --- flow, ack, redeliver ----------------------------------------------
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.permits += permits
+        self.schedule_dispatch()
+
+    def ack_individual(self, consumer: Consumer, items: list[tuple[int, list[int] | None]]) -> None:
+        plain: list[int] = []
+        for entry_id, ack_set in items:
+            if ack_set:
+                size = self._batch_size(consumer, entry_id)
+                acked = [i for i in range(size) if not _bit(ack_set, i)]
+                if size and self.cursor.ack_batch_indexes(entry_id, size, acked):
+                    self._drop_pending(consumer, entry_id)
+            else:
+                plain.append(entry_id)
+        if plain:
+            self.cursor.ack(plain)
+            for entry_id in plain:
+                self._drop_pending(consumer, entry_id)
+        self._after_ack()
+
+    def ack_cumulative(self, consumer: Consumer, entry_id: int, ack_set: list[int] | None) -> None:
+        if self.sub_type in (SHARED, KEY_SHARED):
+            raise NotAllowed("Cumulative acknowledgement is not allowed on Shared or Key_Shared subscriptions")
+        upto = entry_id
+        if ack_set:
+            upto = entry_id - 1
+            size = self._batch_size(consumer, entry_id)
+            acked = [i for i in range(size) if not _bit(ack_set, i)]
+            if size and self.cursor.ack_batch_indexes(entry_id, size, acked):
+                upto = entry_id
+        if upto > self.cursor.mark_delete.entry_id:
+            self.cursor.ack_cumulative(upto)
+        for c in self.consumers:
+            for eid in [e for e in c.pending if e <= upto]:
+                del c.pending[eid]
+        if self._replay and self._replay[0] <= upto:
+            self._replay = [e for e in self._replay if e > upto]
+        self._after_ack()
+
+    def _after_ack(self) -> None:
+        d = self.dispatcher
+        if isinstance(d, KeySharedDispatcher) and any(c.ks_fence is not None for c in d.consumers):
+            self.schedule_dispatch()
+        self.topic.on_cursor_moved()
+
+    def _batch_size(self, consumer: Consumer, entry_id: int) -> int:
+        n = consumer.pending.get(entry_id)
+        if n is None:
+            entry = self.topic.ledger.read_entry(entry_id)
+            n = entry.num_messages if entry is not None else 0
+        return n
+
+    def _drop_pending(self, consumer: Consumer, entry_id: int) -> None:
+        if consumer.pending.pop(entry_id, None) is not None:
+            return
+        for c in self.consumers:
+            if c.pending.pop(entry_id, None) is not None:
+                return
+        i = bisect.bisect_left(self._replay, entry_id)
+        if i < len(self._replay) and self._replay[i] == entry_id:
+            del self._replay[i]
+
+    def redeliver(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
+        if entry_ids is None:
+            ids = list(consumer.pending)
+            consumer.pending.clear()
+        else:
+            ids = [e for e in entry_ids if consumer.pending.pop(e, None) is not None]
+        self.msg_redelivered += len(ids)
+        self._park(ids)
+        self.schedule_dispatch()
+
+    def _park(self, entry_ids: list[int]) -> None:
+        for eid in entry_ids:
+            i = bisect.bisect_left(self._replay, eid)
+            if i == len(self._replay) or self._replay[i] != eid:
+                self._replay.insert(i, eid)
+
+    def reset_to(self, next_entry_id: int) -> None:
+        """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""
+        self.cursor.reset(next_entry_id)
+        self.read_position = next_entry_id
+        self._replay.clear()
+        for c in self.consumers:
+            c.pending.clear()
+        self.topic.on_cursor_moved()
+
+    # --- dispatch ----------------------------------------------------------
+    def schedule_dispatch(self) -> None:
+        if not self._dispatch_scheduled:
+            self._dispatch_scheduled = True
+            asyncio.get_running_loop().call_soon(self._dispatch)
+
+    def _dispatch(self) -> None:
+        self._dispatch_scheduled = False
+        d = self.dispatcher
+        if d is None or not d.consumers or not d.any_available():
+            return
+        sent = self._dispatch_replay(d)
+        ledger = self.topic.ledger
+        last = ledger.last_confirmed.entry_id
+        ks = d if isinstance(d, KeySharedDispatcher) else None
+        parked = self._parked_hashes(ks) if ks is not None and self._replay else set()
+        while self.read_position <= last and sent < MAX_ENTRIES_PER_ROUND and d.any_available():
+            if self.read_position < ledger.first_position.entry_id:
+                self.read_position = ledger.first_position.entry_id
+            entries = ledger.read_entries(self.read_position, READ_BATCH)
+            if not entries:
+                break
+            for entry in entries:
+                eid = entry.position.entry_id
+                if self.cursor.is_acked(eid):
+                    self.read_position = eid + 1
+                    continue
+                if ks is not None:
+                    target = self._ks_target(ks, entry, parked)
+                    self.read_position = eid + 1
+                    if target is None:
+                        parked.add(ks.key_hash(entry))
+                        self._park([eid])
+                        if len(self._replay) >= MAX_REPLAY_PARKED:
+                            return
+                        continue
+                else:
+                    target = d.select(entry, False)
+                    if target is None:
+                        return
+                    self.read_position = eid + 1
+                target.send_entry(entry, 0, self.cursor.batch_ack_set(eid))
+                sent += 1
+                if not d.any_available():
+                    break
+        if sent >= MAX_ENTRIES_PER_ROUND:
+            self.schedule_dispatch()
+
+    def _dispatch_replay(self, d: Dispatcher) -> int:
+        if not self._replay:
+            return 0
+        sent = 0
+        ks = d if isinstance(d, KeySharedDispatcher) else None
+        keep: list[int] = []
+        ledger = self.topic.ledger
+        blocked: set[int] = set()
+        for idx, eid in enumerate(self._replay):
+            if not d.any_available() or sent >= MAX_ENTRIES_PER_ROUND:
+                keep.extend(self._replay[idx:])
+                break
+            if self.cursor.is_acked(eid):
+                continue
+            entry = ledger.read_entry(eid)
+            if entry is None:
+                continue
+            if ks is not None:
+                h = ks.key_hash(entry)
+                target = None if h in blocked else self._ks_target(ks, entry, None)
+                if target is None:
+                    blocked.add(h)
+                    keep.append(eid)
+                    continue
+            else:
+                target = d.select(entry, True)
+                if target is None:
+                    keep.extend(self._replay[idx:])
+                    break
+            target.send_entry(entry, 0, self.cursor.batch_ack_set(eid))
+            sent += 1
+        self._replay = keep
+        return sent
+
+    def _ks_target(
+        self, d: KeySharedDispatcher, entry: Entry_, parked: set[int] | None
+    ) -> Consumer | None:
+        """Key_Shared target for an entry; `parked` (new entries only) holds the
+        hashes of replay entries, which must go first."""
+        owner = d.owner(entry)
+        if owner is None or not owner.available:
+            return None
+        eid = entry.position.entry_id
+        if parked and d.key_hash(entry) in parked:
+            return None
+        fence = owner.ks_fence
+        if fence is not None:
+            if self.cursor.mark_delete.entry_id >= fence - 1:
+                owner.ks_fence = None
+            elif eid >= fence:
+                return None
+        return owner
+
+    def _parked_hashes(self, d: KeySharedDispatcher) -> set[int]:
+        ledger = self.topic.ledger
+        hashes: set[int] = set()
+        for eid in self._replay:
+            entry = ledger.read_entry(eid)
+            if entry is not None:
+                hashes.add(d.key_hash(entry))
+        return hashes
+
+    # --- stats -------------------------------------------------------------
+    def backlog(self) -> int:
+        return self.cursor.backlog()
+
+    def unacked(self) -> int:
+        return sum(sum(c.pending.values()) for c in self.consumers)
+
+
+if TYPE_CHECKING:
+    from letterbox.storage.entry import Entry as Entry_
+
+_TYPE_NAMES = {EXCLUSIVE: "Exclusive", SHARED: "Shared", FAILOVER: "Failover", KEY_SHARED: "Key_Shared"}
+
+
+def _bit(words: list[int], i: int) -> bool:
+    w = i >> 6
+    return w < len(words) and (words[w] >> (i & 63)) & 1 == 1

@@ -1,0 +1,225 @@
+# Topics: PersistentTopic (a managed ledger plus its subscriptions) and
+# NonPersistentTopic (dispatch-or-drop, nothing stored). A topic owns its
+# producers and subscriptions; the publish path is producer -> topic ->
+# ledger append -> (durable) -> receipt, and every durable append wakes the
+# dispatchers of subscriptions that have consumers.
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import TYPE_CHECKING
+
+from letterbox.broker.dispatchers import SingleActiveConsumerDispatcher, make_dispatcher
+from letterbox.broker.memory_cursor import MemoryCursor
+from letterbox.broker.producer import (
+    EXCLUSIVE,
+    EXCLUSIVE_WITH_FENCING,
+    SHARED,
+    WAIT_FOR_EXCLUSIVE,
+    Producer,
+)
+from letterbox.broker.subscription import Subscription
+from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy
+from letterbox.storage.position import Position
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.service import BrokerService
+    from letterbox.broker.topic_name import TopicName
+    from letterbox.storage.entry import Entry
+    from letterbox.storage.managed_ledger import ManagedLedger
+
+
+
+class Topic:
+    """What both topic kinds share: producers and their access modes."""
+
+    def __init__(self, service: BrokerService, name: TopicName) -> None:
+        self.service = service
+        self.name = name
+        self.producers: list[Producer] = []
+        self._exclusive_waiters: list[tuple[Producer, asyncio.Future[None]]] = []
+        self.msg_in = 0
+        self.bytes_in = 0
+        self.schema: bytes | None = None
+
+    def add_producer(self, producer: Producer) -> asyncio.Future[None] | None:
+        """Attach a producer. Returns a future when it must wait for exclusivity."""
+        mode = producer.access_mode
+        exclusive_holder = next((p for p in self.producers if p.access_mode != SHARED), None)
+        if mode == SHARED:
+            if exclusive_holder is not None:
+                raise ProducerBusy(
+                    f"Topic {self.name} has an exclusive producer {exclusive_holder.name!r}; "
+                    "a Shared producer cannot attach"
+                )
+        elif mode in (EXCLUSIVE, EXCLUSIVE_WITH_FENCING):
+            if self.producers:
+                raise ProducerBusy(
+                    f"Topic {self.name} already has {len(self.producers)} producer(s); "
+                    "an Exclusive producer needs the topic to itself"
+                )
+        elif mode == WAIT_FOR_EXCLUSIVE and self.producers:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._exclusive_waiters.append((producer, fut))
+            return fut
+        if any(p.name == producer.name for p in self.producers):
+            raise ProducerBusy(f"Producer with name {producer.name!r} is already connected to topic {self.name}")
+        self.producers.append(producer)
+        return None
+
+    def remove_producer(self, producer: Producer) -> None:
+        producer.closed = True
+        if producer in self.producers:
+            self.producers.remove(producer)
+        self._exclusive_waiters = [(p, f) for p, f in self._exclusive_waiters if p is not producer]
+        if not self.producers and self._exclusive_waiters:
+            p, fut = self._exclusive_waiters.pop(0)
+            self.producers.append(p)
+            if not fut.done():
+                fut.set_result(None)
+
+
+class PersistentTopic(Topic):
+    def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
+        super().__init__(service, name)
+        self.ledger = ledger
+        self.subscriptions: dict[str, Subscription] = {}
+        for cname, cursor in ledger.cursors().items():
+            self.subscriptions[cname] = Subscription(self, cname, cursor, durable=True)
+        ledger.add_confirm_listener(self._on_confirmed)
+        self._reader_ids = itertools.count()
+
+    def _on_confirmed(self, position: Position) -> None:
+        for sub in self.subscriptions.values():
+            if sub.consumers:
+                sub.schedule_dispatch()
+
+    def publish(
+        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int
+    ) -> asyncio.Future[Position]:
+        self.msg_in += num_messages
+        self.bytes_in += len(data)
+        dedup = self.service.config.deduplication_enabled
+        return self.ledger.append(
+            data,
+            num_messages,
+            publish_time,
+            producer_name=producer.name if dedup else None,
+            sequence_id=sequence_id if dedup else None,
+        )
+
+    def subscription_for(
+        self,
+        name: str,
+        durable: bool,
+        initial_position: str,
+        start_entry_id: int | None,
+    ) -> Subscription:
+        sub = self.subscriptions.get(name)
+        if sub is not None:
+            if sub.durable != durable:
+                raise NotAllowed(
+                    f"Subscription {name!r} exists as a {'durable' if sub.durable else 'non-durable'} subscription"
+                )
+            if not durable and sub.sought:
+                sub.sought = False
+            elif not durable and start_entry_id is not None and not sub.consumers:
+                sub.reset_to(start_entry_id)
+            return sub
+        if durable:
+            cursor = self.ledger.open_cursor(name, "earliest" if initial_position == "earliest" else "latest")
+            sub = Subscription(self, name, cursor, durable=True)
+        else:
+            if start_entry_id is None:
+                start_entry_id = (
+                    self.ledger.first_position.entry_id
+                    if initial_position == "earliest"
+                    else self.ledger.last_confirmed.entry_id + 1
+                )
+            sub = Subscription(self, name, MemoryCursor(name, self.ledger, start_entry_id - 1), durable=False)
+        self.subscriptions[name] = sub
+        return sub
+
+    def remove_subscription(self, name: str) -> None:
+        self.subscriptions.pop(name, None)
+
+    def on_cursor_moved(self) -> None:
+        """Hook for acks and seeks; the ledger schedules its own (debounced) trimming."""
+
+    def entry_id_for(self, ledger_id: int, entry_id: int) -> int:
+        """Map a client-given message id onto this ledger's entry ids."""
+        if ledger_id == self.ledger.ledger_id:
+            return max(entry_id, self.ledger.first_position.entry_id)
+        if ledger_id > self.ledger.ledger_id or ledger_id >= 2**63 - 1:
+            return self.ledger.last_confirmed.entry_id + 1
+        return self.ledger.first_position.entry_id
+
+    def backlog(self) -> int:
+        return sum(s.backlog() for s in self.subscriptions.values())
+
+
+class NonPersistentTopic(Topic):
+    """No storage: a message goes to a consumer with permits right away or is dropped."""
+
+    def __init__(self, service: BrokerService, name: TopicName, ledger_id: int) -> None:
+        super().__init__(service, name)
+        self.ledger_id = ledger_id
+        self._next_entry = 0
+        self.subscriptions: dict[str, NonPersistentSubscription] = {}
+        self.msg_dropped = 0
+
+    def publish_now(self, data: bytes, num_messages: int) -> Position:
+        pos = Position(self.ledger_id, self._next_entry)
+        self._next_entry += 1
+        self.msg_in += num_messages
+        self.bytes_in += len(data)
+        for sub in self.subscriptions.values():
+            if not sub.deliver(pos, data, num_messages):
+                self.msg_dropped += num_messages
+        return pos
+
+
+class NonPersistentSubscription:
+    def __init__(self, topic: NonPersistentTopic, name: str) -> None:
+        self.topic = topic
+        self.name = name
+        self.sub_type: int | None = None
+        self.dispatcher = make_dispatcher(0, topic.name.partition_index, True)
+
+    def deliver(self, pos: Position, data: bytes, num_messages: int) -> bool:
+        from letterbox.storage.entry import Entry
+
+        entry: Entry = Entry(pos, data, num_messages, 0)
+        target = self.dispatcher.select(entry, False)
+        if target is None:
+            return False
+        target.send_raw(pos.ledger_id, pos.entry_id, num_messages, data)
+        return True
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return self.dispatcher.consumers
+
+    def add_consumer(self, consumer: Consumer, ks_auto_split: bool = True) -> None:
+        if not self.dispatcher.consumers:
+            self.sub_type = consumer.sub_type
+            self.dispatcher = make_dispatcher(consumer.sub_type, self.topic.name.partition_index, ks_auto_split)
+        elif consumer.sub_type != self.sub_type:
+            raise ConsumerBusy(f"Subscription {self.name!r} is of a different type")
+        self.dispatcher.add_consumer(consumer)
+        self._refresh_active()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        consumer.closed = True
+        self.dispatcher.remove_consumer(consumer)
+        self._refresh_active()
+
+    def _refresh_active(self) -> None:
+        d = self.dispatcher
+        if isinstance(d, SingleActiveConsumerDispatcher):
+            d.pick_active()
+            d.notify_active()
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.permits += permits

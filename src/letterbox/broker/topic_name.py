@@ -1,0 +1,87 @@
+# Topic names: `domain://tenant/namespace/local`, with short forms
+# `local` and `tenant/namespace/local` expanded to persistent://... in
+# public/default. A TopicName is immutable and always fully qualified; the
+# partition suffix `-partition-<i>` is recognised so a partition can find its
+# partitioned parent.
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from letterbox.errors import InvalidTopicName
+
+PARTITION_SUFFIX = "-partition-"
+_PART_RE = re.compile(r"^(.*)-partition-(\d+)$")
+_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.\-=:%]+$")
+_LOCAL_BAD = ("/",)
+DOMAINS = ("persistent", "non-persistent")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicName:
+    domain: str
+    tenant: str
+    namespace: str
+    local: str
+
+    @classmethod
+    def parse(cls, raw: str) -> TopicName:
+        if not raw or not isinstance(raw, str):
+            raise InvalidTopicName("topic name is empty")
+        if len(raw) > 1024:
+            raise InvalidTopicName("topic name is longer than 1024 characters")
+        if "://" in raw:
+            domain, _, rest = raw.partition("://")
+            if domain not in DOMAINS:
+                raise InvalidTopicName(
+                    f"invalid topic domain {domain!r} in {raw!r}: use persistent:// or non-persistent://"
+                )
+            parts = rest.split("/")
+            if len(parts) != 3:
+                raise InvalidTopicName(
+                    f"invalid topic name {raw!r}: expected {domain}://tenant/namespace/topic"
+                )
+            tenant, namespace, local = parts
+        else:
+            parts = raw.split("/")
+            if len(parts) == 1:
+                domain, tenant, namespace, local = "persistent", "public", "default", parts[0]
+            elif len(parts) == 3:
+                domain, (tenant, namespace, local) = "persistent", parts
+            else:
+                raise InvalidTopicName(
+                    f"invalid topic name {raw!r}: use 'topic', 'tenant/namespace/topic' "
+                    "or 'persistent://tenant/namespace/topic'"
+                )
+        for what, value in (("tenant", tenant), ("namespace", namespace)):
+            if not value or not _SEGMENT_RE.match(value):
+                raise InvalidTopicName(f"invalid {what} {value!r} in topic name {raw!r}")
+        if not local or local.strip() != local or any(c in local for c in "\n\r\t\x00"):
+            raise InvalidTopicName(f"invalid local topic name {local!r} in {raw!r}")
+        return cls(domain, tenant, namespace, local)
+
+    @property
+    def persistent(self) -> bool:
+        return self.domain == "persistent"
+
+    @property
+    def namespace_name(self) -> str:
+        return f"{self.tenant}/{self.namespace}"
+
+    @property
+    def partition_index(self) -> int:
+        m = _PART_RE.match(self.local)
+        return int(m.group(2)) if m else -1
+
+    @property
+    def partitioned_parent(self) -> TopicName:
+        m = _PART_RE.match(self.local)
+        if not m:
+            return self
+        return TopicName(self.domain, self.tenant, self.namespace, m.group(1))
+
+    def partition(self, index: int) -> TopicName:
+        return TopicName(self.domain, self.tenant, self.namespace, f"{self.local}{PARTITION_SUFFIX}{index}")
+
+    def __str__(self) -> str:
+        return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local}"

@@ -1,0 +1,102 @@
+# The `letterbox` command. `letterbox standalone` runs the broker; flags map
+# onto BrokerConfig fields (see config.py for file and LETTERBOX_* env vars).
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from letterbox.config import BrokerConfig, ConfigError
+
+
+@click.group()
+@click.version_option(package_name="letterbox")
+def main() -> None:
+    """letterbox: a Pulsar-protocol message broker built around failure handling."""
+
+
+@main.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where topics and cursors are stored [data].")
+@click.option("--port", type=int, help="Pulsar binary protocol port [6650]; 0 picks a free port.")
+@click.option("--bind", help="Address to listen on [0.0.0.0].")
+@click.option("--admin-port", type=int, help="Admin HTTP port [8080]; 0 picks a free port.")
+@click.option("--advertised-address", help="Host name clients are told to connect to.")
+@click.option("--sync", type=click.Choice(["full", "normal", "off"]), help="Durability of receipts [full].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="TOML config file.")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def standalone(
+    data_dir: Path | None,
+    port: int | None,
+    bind: str | None,
+    admin_port: int | None,
+    advertised_address: str | None,
+    sync: str | None,
+    config_file: Path | None,
+    log_level: str | None,
+) -> None:
+    """Run a standalone broker."""
+    try:
+        config = BrokerConfig.load(
+            config_file,
+            overrides={
+                "data_dir": data_dir,
+                "port": port,
+                "bind": bind,
+                "admin_port": admin_port,
+                "advertised_address": advertised_address,
+                "sync": sync,
+                "log_level": log_level.upper() if log_level else None,
+            },
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    logging.basicConfig(
+        level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    try:
+        asyncio.run(_run(config))
+    except OSError as exc:
+        raise click.ClickException(f"cannot start the broker: {exc}") from None
+
+
+async def _run(config: BrokerConfig) -> None:
+    from letterbox.broker.service import BrokerService
+
+    service = BrokerService(config)
+    await service.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("letterbox").info(
+        "letterbox %s listening on pulsar://%s:%d, data in %s",
+        service.version,
+        config.bind,
+        service.port,
+        config.data_dir.resolve(),
+    )
+    await stop.wait()
+    logging.getLogger("letterbox").info("shutting down")
+    await service.stop()
+
+
+def _register() -> None:
+    from letterbox.perf import perf
+
+    main.add_command(perf)
+
+
+_register()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+# The broker's one configuration object. Values come, lowest precedence first,
+# from the dataclass defaults, a TOML config file, `LETTERBOX_<FIELD>`
+# environment variables, and finally CLI flags. Every field is validated in
+# one place (`BrokerConfig.validate`) so a bad value is reported with the name
+# of the setting to fix.
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "LETTERBOX_"
+SYNC_MODES = ("full", "normal", "off")
+
+
+class ConfigError(ValueError):
+    """A setting has a value that cannot be used; the message names the setting."""
+
+
+@dataclass
+class BrokerConfig:
+    data_dir: Path = field(default_factory=lambda: Path("data"))
+    bind: str = "0.0.0.0"
+    port: int = 6650
+    admin_port: int = 8080
+    advertised_address: str = ""
+    # durability: "full" fsyncs before every receipt batch, "normal" survives a
+    # process crash but not an OS crash, "off" leaves syncing to the OS.
+    sync: str = "full"
+    max_message_size: int = 5 * 1024 * 1024
+    cache_size_mb: int = 64
+    auto_topic_creation: bool = True
+    deduplication_enabled: bool = False
+    cluster_name: str = "standalone"
+    log_level: str = "INFO"
+
+    def validate(self) -> BrokerConfig:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be between 0 and 65535, got {self.port}")
+        if not 0 <= self.admin_port <= 65535:
+            raise ConfigError(f"admin_port must be between 0 and 65535, got {self.admin_port}")
+        if self.sync not in SYNC_MODES:
+            raise ConfigError(f"sync must be one of {', '.join(SYNC_MODES)}, got {self.sync!r}")
+        if not 1024 <= self.max_message_size <= 1024 * 1024 * 1024:
+            raise ConfigError(
+                f"max_message_size must be between 1024 and 1073741824 bytes, got {self.max_message_size}"
+            )
+        if self.cache_size_mb < 0:
+            raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
+        return self
+
+    @classmethod
+    def load(
+        cls,
+        config_file: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> BrokerConfig:
+        values: dict[str, Any] = {}
+        if config_file is not None:
+            try:
+                with open(config_file, "rb") as fh:
+                    raw = tomllib.load(fh)
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from exc
+            values.update(_coerce_all(raw, f"config file {config_file}"))
+        env = os.environ if env is None else env
+        env_values = {
+            k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)
+        }
+        values.update(_coerce_all(env_values, "environment variable", prefix=ENV_PREFIX))
+        if overrides:
+            values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values).validate()
+
+
+_FIELDS = {f.name: f for f in fields(BrokerConfig)}
+
+
+def _coerce_all(raw: Mapping[str, Any], source: str, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in _FIELDS:
+            if prefix:
+                continue  # unrelated LETTERBOX_* variables are not our business
+            raise ConfigError(f"unknown setting {key!r} in {source}; known: {', '.join(_FIELDS)}")
+        out[name] = _coerce(name, value, f"{source} {prefix}{key.upper() if prefix else key}")
+    return out
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    default = _FIELDS[name].default
+    if default is dataclasses.MISSING:  # data_dir
+        return Path(str(value))
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if isinstance(default, int):
+            return int(value)
+        return str(value)
+    except ValueError:
+        raise ConfigError(f"{where}: {name} has an invalid value {value!r}") from None

@@ -1,0 +1,156 @@
+# `letterbox perf produce|consume`: throughput and latency with the official
+# pulsar-client, in the spirit of pulsar-perf. Produce latency is send ->
+# receipt; consume latency is publish time -> receive (millisecond clock, so
+# meaningful for end-to-end runs on one machine). Latencies are sampled
+# (every `sample`-th message) so measuring does not cost the rate it measures.
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+import click
+
+
+@dataclass
+class PerfResult:
+    role: str
+    messages: int
+    seconds: float
+    msgs_per_sec: float
+    mb_per_sec: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+    def line(self) -> str:
+        return (
+            f"{self.role}: {self.messages} msgs in {self.seconds:.2f}s = {self.msgs_per_sec:,.0f} msg/s "
+            f"({self.mb_per_sec:.1f} MB/s), latency p50 {self.p50_ms:.1f} ms p99 {self.p99_ms:.1f} ms "
+            f"max {self.max_ms:.1f} ms"
+        )
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _result(role: str, n: int, size: int, seconds: float, lat: list[float]) -> PerfResult:
+    return PerfResult(
+        role, n, seconds, n / seconds if seconds else 0.0, n * size / seconds / 1e6 if seconds else 0.0,
+        _percentile(lat, 0.50), _percentile(lat, 0.99), max(lat) if lat else 0.0,
+    )
+
+
+def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50) -> PerfResult:
+    import pulsar
+
+    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1)
+    producer = client.create_producer(
+        topic,
+        batching_enabled=batching,
+        batching_max_messages=1000,
+        batching_max_allowed_size_in_bytes=256 * 1024,
+        batching_max_publish_delay_ms=5,
+        max_pending_messages=10_000 if batching else 2_000,
+        block_if_queue_full=True,
+        send_timeout_millis=60_000,
+    )
+    payload = b"x" * size
+    lat: list[float] = []
+    done = threading.Event()
+    errors: list[object] = []
+    remaining = [n]
+    lock = threading.Lock()
+
+    def plain(res: object, _mid: object) -> None:
+        if res != pulsar.Result.Ok:
+            errors.append(res)
+        with lock:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                done.set()
+
+    def timed(t0: float) -> object:
+        def cb(res: object, mid: object) -> None:
+            lat.append((time.perf_counter() - t0) * 1000)
+            plain(res, mid)
+        return cb
+
+    start = time.perf_counter()
+    send = producer.send_async
+    for i in range(n):
+        if i % sample == 0:
+            send(payload, timed(time.perf_counter()))
+        else:
+            send(payload, plain)
+    producer.flush()
+    done.wait(600)
+    seconds = time.perf_counter() - start
+    producer.close()
+    client.close()
+    if errors:
+        raise click.ClickException(f"{len(errors)} sends failed, first: {errors[0]}")
+    return _result("produce", n, size, seconds, lat)
+
+
+def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 50,
+                ready: threading.Event | None = None) -> PerfResult:
+    import pulsar
+
+    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1)
+    consumer = client.subscribe(
+        topic, subscription, consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=10_000,
+        initial_position=pulsar.InitialPosition.Earliest,
+    )
+    if ready is not None:
+        ready.set()
+    lat: list[float] = []
+    receive, ack = consumer.receive, consumer.acknowledge
+    first = receive()
+    start = time.perf_counter()
+    ack(first)
+    size = len(first.data())
+    for i in range(1, n):
+        msg = receive()
+        ack(msg)
+        if i % sample == 0:
+            lat.append(time.time() * 1000 - msg.publish_timestamp())
+    seconds = time.perf_counter() - start
+    consumer.close()
+    client.close()
+    return _result("consume", n, size, seconds, lat)
+
+
+@click.group()
+def perf() -> None:
+    """Throughput benchmarks with the official pulsar-client."""
+
+
+@perf.command("produce")
+@click.option("--url", default="pulsar://127.0.0.1:6650", show_default=True)
+@click.option("--topic", default="perf", show_default=True)
+@click.option("-n", "--messages", default=200_000, show_default=True)
+@click.option("-s", "--size", default=100, show_default=True, help="payload bytes")
+@click.option("--batching/--no-batching", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, as_json: bool) -> None:
+    """Publish N messages as fast as the client allows."""
+    r = run_produce(url, topic, messages, size, batching)
+    click.echo(json.dumps(asdict(r)) if as_json else r.line())
+
+
+@perf.command("consume")
+@click.option("--url", default="pulsar://127.0.0.1:6650", show_default=True)
+@click.option("--topic", default="perf", show_default=True)
+@click.option("--subscription", default="perf-sub", show_default=True)
+@click.option("-n", "--messages", default=200_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def consume_cmd(url: str, topic: str, subscription: str, messages: int, as_json: bool) -> None:
+    """Receive and acknowledge N messages, one ack per message."""
+    r = run_consume(url, topic, subscription, messages)
+    click.echo(json.dumps(asdict(r)) if as_json else r.line())

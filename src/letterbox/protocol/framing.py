@@ -1,0 +1,271 @@
+# Frame layer of the Pulsar binary protocol: turning BaseCommands (plus an
+# optional message payload) into bytes and an incoming byte stream back into
+# frames. Pure functions and one incremental decoder; no I/O.
+#
+#   simple  : [total u32][cmd_size u32][BaseCommand]
+#   payload : [total u32][cmd_size u32][BaseCommand][headers_and_payload]
+#   headers_and_payload :
+#             ([0x0e02][u32 size][BrokerEntryMetadata])?     (broker -> client)
+#             ([0x0e01][crc32c u32])?                        (checksum is optional)
+#             [meta_size u32][MessageMetadata][payload]
+#
+# Invariants: `total` never counts its own 4 bytes; the checksum covers every
+# byte after the checksum field; headers_and_payload is opaque to the decoder
+# and to encode_payload_command (stored and re-sent byte for byte); a decoder
+# that raised a framing error stays poisoned.
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from crc32c import crc32c
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from letterbox.protocol import pulsar_api_pb2 as pb
+
+MAGIC_CRC32C = 0x0E01
+MAGIC_BROKER_ENTRY_METADATA = 0x0E02
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+FRAME_PADDING = 10 * 1024
+
+_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
+_HEADER = struct.Struct(">II")
+_MAGIC_CRC_BYTES = _U16.pack(MAGIC_CRC32C)
+
+
+class ProtocolError(Exception):
+    """The peer violated the protocol; the connection should be dropped."""
+
+
+class FrameTooLarge(ProtocolError):
+    def __init__(self, size: int, max_size: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds limit of {max_size}")
+        self.size = size
+        self.max_size = max_size
+
+
+class MalformedFrame(ProtocolError):
+    """Bytes that do not form a valid frame, command or payload header."""
+
+
+class UnknownCommand(ProtocolError):
+    """A well-framed command whose type number our schema does not know.
+
+    Framing is intact, so the decoder is *not* poisoned by this error: the
+    frame is consumed and the caller may reply and carry on.
+    """
+
+    def __init__(self, type_number: int) -> None:
+        super().__init__(f"unknown command type {type_number}")
+        self.type_number = type_number
+
+
+class Frame:
+    """One decoded frame. headers_and_payload is None for simple frames."""
+
+    __slots__ = ("command", "headers_and_payload")
+
+    def __init__(self, command: pb.BaseCommand, headers_and_payload: bytes | None = None) -> None:
+        self.command = command
+        self.headers_and_payload = headers_and_payload
+
+    @property
+    def type(self) -> int:
+        return self.command.type
+
+    def __repr__(self) -> str:
+        name = pb.BaseCommand.Type.Name(self.command.type)
+        extra = "" if self.headers_and_payload is None else f", {len(self.headers_and_payload)}B"
+        return f"Frame({name}{extra})"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPayload:
+    metadata: pb.MessageMetadata
+    metadata_bytes: bytes
+    payload: bytes
+    checksum_ok: bool
+    broker_entry_metadata: pb.BrokerEntryMetadata | None = None
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_command(cmd: pb.BaseCommand) -> bytes:
+    body = cmd.SerializeToString()
+    n = len(body)
+    return _HEADER.pack(n + 4, n) + body
+
+
+def encode_payload_command(cmd: pb.BaseCommand, headers_and_payload: bytes) -> bytes:
+    body = cmd.SerializeToString()
+    n = len(body)
+    return b"".join((_HEADER.pack(n + 4 + len(headers_and_payload), n), body, headers_and_payload))
+
+
+def build_headers_and_payload(metadata: pb.MessageMetadata | bytes, payload: bytes) -> bytes:
+    """[magic][crc32c][meta_size][metadata][payload], checksum computed here."""
+    meta = metadata if isinstance(metadata, bytes) else metadata.SerializeToString()
+    checked = b"".join((_U32.pack(len(meta)), meta, payload))
+    return b"".join((_MAGIC_CRC_BYTES, _U32.pack(crc32c(checked)), checked))
+
+
+# ---------------------------------------------------------------- payload parsing
+
+
+def parse_headers_and_payload(buf: bytes | memoryview) -> ParsedPayload:
+    view = memoryview(buf)
+    n = len(view)
+    pos = 0
+    broker_meta: pb.BrokerEntryMetadata | None = None
+    if n >= 2 and _U16.unpack_from(view, 0)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        if n < 6:
+            raise MalformedFrame("truncated broker entry metadata header")
+        size = _U32.unpack_from(view, 2)[0]
+        if 6 + size > n:
+            raise MalformedFrame("truncated broker entry metadata")
+        broker_meta = pb.BrokerEntryMetadata()
+        try:
+            broker_meta.ParseFromString(bytes(view[6 : 6 + size]))
+        except DecodeError as exc:
+            raise MalformedFrame(f"cannot parse BrokerEntryMetadata: {exc}") from exc
+        pos = 6 + size
+    checksum_ok = True
+    if n - pos >= 2 and _U16.unpack_from(view, pos)[0] == MAGIC_CRC32C:
+        if n - pos < 6:
+            raise MalformedFrame("truncated checksum")
+        expected = _U32.unpack_from(view, pos + 2)[0]
+        pos += 6
+        checksum_ok = crc32c(view[pos:]) == expected
+    if n - pos < 4:
+        raise MalformedFrame("truncated metadata size")
+    meta_size = _U32.unpack_from(view, pos)[0]
+    pos += 4
+    if meta_size > n - pos:
+        raise MalformedFrame(f"metadata size {meta_size} exceeds remaining {n - pos} bytes")
+    meta_bytes = bytes(view[pos : pos + meta_size])
+    metadata = pb.MessageMetadata()
+    try:
+        metadata.ParseFromString(meta_bytes)
+    except DecodeError as exc:
+        raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
+    return ParsedPayload(
+        metadata=metadata,
+        metadata_bytes=meta_bytes,
+        payload=bytes(view[pos + meta_size :]),
+        checksum_ok=checksum_ok,
+        broker_entry_metadata=broker_meta,
+    )
+
+
+def parse_entry_metadata(buf: bytes | memoryview) -> pb.MessageMetadata:
+    """Only the MessageMetadata of a stored entry, without verifying the
+    checksum (the entry was verified when it was published)."""
+    view = memoryview(buf)
+    n = len(view)
+    pos = 0
+    if n >= 6 and _U16.unpack_from(view, 0)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        pos = 6 + _U32.unpack_from(view, 2)[0]
+    if n - pos >= 2 and _U16.unpack_from(view, pos)[0] == MAGIC_CRC32C:
+        pos += 6
+    if n - pos < 4:
+        raise MalformedFrame("truncated metadata size")
+    size = _U32.unpack_from(view, pos)[0]
+    if size > n - pos - 4:
+        raise MalformedFrame(f"metadata size {size} exceeds remaining {n - pos - 4} bytes")
+    metadata = pb.MessageMetadata()
+    try:
+        metadata.ParseFromString(bytes(view[pos + 4 : pos + 4 + size]))
+    except DecodeError as exc:
+        raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
+    return metadata
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _parse_command(data: bytes) -> pb.BaseCommand:
+    cmd = pb.BaseCommand()
+    try:
+        cmd.ParseFromString(data)
+    except DecodeError as exc:
+        raise MalformedFrame(f"cannot parse BaseCommand: {exc}") from exc
+    if not cmd.HasField("type"):
+        # proto2 stores an unknown enum value as an unknown field.
+        unknown = UnknownFieldSet(cmd)
+        for i in range(len(unknown)):
+            field = unknown[i]
+            if field.field_number == 1 and isinstance(field.data, int):
+                raise UnknownCommand(field.data)
+        raise MalformedFrame("BaseCommand without a type")
+    return cmd
+
+
+class FrameDecoder:
+    """Incremental decoder: feed() bytes as they arrive, then call next_frame()
+    until it returns None. Uses one bytearray and a read offset; consumed bytes
+    are dropped lazily so each byte is copied O(1) times on average."""
+
+    __slots__ = ("_buf", "_error", "_max", "_pos")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_MESSAGE_SIZE + FRAME_PADDING) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._max = max_frame_size
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as frames."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        pos = self._pos
+        if pos:
+            if pos == len(buf):
+                buf.clear()
+                self._pos = 0
+            elif pos > 65536 and pos * 2 > len(buf):
+                del buf[:pos]
+                self._pos = 0
+        buf += data
+
+    def next_frame(self) -> Frame | None:
+        if self._error is not None:
+            raise self._error
+        try:
+            return self._next()
+        except UnknownCommand:
+            raise
+        except ProtocolError as exc:
+            self._error = exc
+            raise
+
+    def _next(self) -> Frame | None:
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        if avail < 4:
+            return None
+        total = _U32.unpack_from(buf, pos)[0]
+        if total > self._max:
+            raise FrameTooLarge(total, self._max)
+        if total < 4:
+            raise MalformedFrame(f"frame size {total} too small")
+        if avail < 4 + total:
+            return None
+        cmd_size = _U32.unpack_from(buf, pos + 4)[0]
+        if cmd_size > total - 4:
+            raise MalformedFrame(f"command size {cmd_size} exceeds frame size {total}")
+        start = pos + 8
+        end = pos + 4 + total
+        cmd_end = start + cmd_size
+        self._pos = end  # consume first: an UnknownCommand leaves framing intact
+        cmd = _parse_command(bytes(buf[start:cmd_end]))
+        rest = bytes(buf[cmd_end:end]) if cmd_end < end else None
+        return Frame(cmd, rest)
