@@ -47,8 +47,7 @@ class ServerCnx(asyncio.Protocol):
 
     # --- transport callbacks ---------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports do not subclass it
         peer = transport.get_extra_info("peername")
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
         transport.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)

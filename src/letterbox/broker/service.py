@@ -11,7 +11,8 @@ import itertools
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
 from letterbox.broker.topic import (
@@ -50,6 +51,7 @@ class BrokerService:
         self._consumer_ids = itertools.count()
         self._np_ledger_ids = itertools.count(1 << 40)
         self.started_at = time.time()
+        self._tasks: set[asyncio.Future[None]] = set()
 
     # --- lifecycle -------------------------------------------------------
     async def start(self) -> None:
@@ -141,7 +143,13 @@ class BrokerService:
         key = SCHEMA_KEY + str(name.partitioned_parent)
         encoded = base64.b64encode(schema).decode()
         if self.store.get_metadata(key) != encoded:
-            asyncio.ensure_future(self.store.put_metadata(key, encoded))
+            self.background(self.store.put_metadata(key, encoded))
+
+    def background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a fire-and-forget storage task, keeping a reference until it ends."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # --- consumers -------------------------------------------------------
     def detach_consumer(self, consumer: Consumer) -> None:
