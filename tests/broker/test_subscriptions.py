@@ -152,7 +152,8 @@ def test_key_shared_three_consumers_keep_per_key_order(client: pulsar.Client) ->
                          initial_position=EARLIEST, receiver_queue_size=50)
         for i in range(3)
     ]
-    producer = client.create_producer(topic, batching_enabled=True, batching_type=pulsar.BatchingType.KeyBased)
+    producer = client.create_producer(topic, batching_enabled=True, batching_type=pulsar.BatchingType.KeyBased,
+                                      block_if_queue_full=True)
     keys = [f"key-{k}" for k in range(30)]
     n_per_key = 40
     for i in range(n_per_key):

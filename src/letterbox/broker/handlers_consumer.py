@@ -226,12 +226,13 @@ def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
     sub.reset_to(target)
     if not sub.durable:
         sub.sought = True
-    cnx.write(commands.success(c.request_id))
-    # like Pulsar, disconnect the subscription's consumers; they re-subscribe at the new position
+    # like Pulsar: disconnect the subscription's consumers first, then answer; the
+    # client completes its seek once it has re-subscribed at the new position
     for other in list(sub.consumers):
         other.cnx.write(commands.close_consumer(other.consumer_id))
         other.cnx.consumers.pop(other.consumer_id, None)
         sub.remove_consumer(other)
+    cnx.write(commands.success(c.request_id))
 
 
 def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
