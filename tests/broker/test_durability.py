@@ -21,7 +21,8 @@ def test_kill9_keeps_receipted_and_acked(tmp_path: Path) -> None:
     try:
         consumer = client.subscribe(topic, "dur", initial_position=pulsar.InitialPosition.Earliest,
                                     consumer_type=pulsar.ConsumerType.Shared)
-        producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=200)
+        producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=200,
+                                          block_if_queue_full=True)
         receipted: set[int] = set()
         lock = threading.Lock()
         done = threading.Event()
