@@ -34,6 +34,10 @@ class BrokerConfig:
     max_message_size: int = 5 * 1024 * 1024
     cache_size_mb: int = 64
     auto_topic_creation: bool = True
+    # what a first use creates: "non-partitioned", or "partitioned" with
+    # default_num_partitions partitions (Pulsar's allowAutoTopicCreationType)
+    auto_topic_creation_type: str = "non-partitioned"
+    default_num_partitions: int = 1
     deduplication_enabled: bool = False
     cluster_name: str = "standalone"
     log_level: str = "INFO"
@@ -48,6 +52,15 @@ class BrokerConfig:
         if not 1024 <= self.max_message_size <= 1024 * 1024 * 1024:
             raise ConfigError(
                 f"max_message_size must be between 1024 and 1073741824 bytes, got {self.max_message_size}"
+            )
+        if self.auto_topic_creation_type not in ("non-partitioned", "partitioned"):
+            raise ConfigError(
+                "auto_topic_creation_type must be 'non-partitioned' or 'partitioned', "
+                f"got {self.auto_topic_creation_type!r}"
+            )
+        if not 1 <= self.default_num_partitions <= 10_000:
+            raise ConfigError(
+                f"default_num_partitions must be between 1 and 10000, got {self.default_num_partitions}"
             )
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")

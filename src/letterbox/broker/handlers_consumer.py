@@ -176,7 +176,7 @@ def handle_close_consumer(cnx: ServerCnx, frame: Frame) -> None:
         await sub.cursor.flush()  # a clean close leaves its acks durable
         cnx.write(commands.success(rid))
 
-    _spawn(cnx, close(), rid)
+    cnx.spawn(close(), rid)
 
 
 def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
@@ -207,7 +207,7 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
         await cnx.service.delete_subscription(sub.topic, sub.name)
         cnx.write(commands.success(rid))
 
-    _spawn(cnx, drop(), rid)
+    cnx.spawn(drop(), rid)
 
 
 def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
@@ -277,22 +277,6 @@ def handle_consumer_stats(cnx: ServerCnx, frame: Frame) -> None:
             sub_type=str(consumer.sub_type),
         )
     )
-
-
-def _spawn(cnx: ServerCnx, coro: Any, rid: int) -> None:
-    task = asyncio.ensure_future(coro)
-
-    def report(t: asyncio.Task[None]) -> None:
-        if t.cancelled():
-            return
-        exc = t.exception()
-        if isinstance(exc, LetterboxError):
-            cnx.write(commands.error(rid, exc.code, exc.message))
-        elif exc is not None:
-            log.error("request %s failed: %s", rid, exc)
-            cnx.write(commands.error(rid, ServerError.UnknownError, str(exc)))
-
-    task.add_done_callback(report)
 
 
 HANDLERS: dict[int, Any] = {

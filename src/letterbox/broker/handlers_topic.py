@@ -26,8 +26,18 @@ def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
 def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.partitionMetadata
     name = TopicName.parse(c.topic)
-    partitions = cnx.service.partitions_of(name, create=True)
-    cnx.write(commands.partitioned_metadata_response(c.request_id, partitions))
+    service = cnx.service
+    rid = c.request_id
+    if not service.should_auto_partition(name):
+        cnx.write(commands.partitioned_metadata_response(rid, service.partitions_of(name)))
+        return
+    partitions = service.config.default_num_partitions
+
+    async def create() -> None:
+        await service.create_partitioned_topic(name, partitions)
+        cnx.write(commands.partitioned_metadata_response(rid, partitions))
+
+    cnx.spawn(create(), rid)
 
 
 def handle_get_topics_of_namespace(cnx: ServerCnx, frame: Frame) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, cast
 
 from letterbox.broker import handlers_consumer, handlers_producer, handlers_topic
 from letterbox.errors import LetterboxError, ServerError
@@ -47,10 +48,11 @@ class ServerCnx(asyncio.Protocol):
 
     # --- transport callbacks ---------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's transports do not subclass it
-        peer = transport.get_extra_info("peername")
+        tr = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
+        self.transport = tr
+        peer = tr.get_extra_info("peername")
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
-        transport.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
+        tr.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
         self.service.connections.add(self)
         self._keepalive = self._loop.call_later(KEEPALIVE_SECONDS, self._check_alive)
 
@@ -110,6 +112,23 @@ class ServerCnx(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], request_id: int) -> None:
+        """Run an async request handler; its LetterboxError becomes an ERROR reply."""
+        task = asyncio.ensure_future(coro)
+        self.service.track(task)
+
+        def report(t: asyncio.Future[None]) -> None:
+            if t.cancelled():
+                return
+            exc = t.exception()
+            if isinstance(exc, LetterboxError):
+                self.write(commands.error(request_id, exc.code, exc.message))
+            elif exc is not None:
+                log.error("request %s from %s failed: %r", request_id, self.remote, exc)
+                self.write(commands.error(request_id, ServerError.UnknownError, f"internal error: {exc}"))
+
+        task.add_done_callback(report)
 
     def _check_alive(self) -> None:
         if self.closed:

@@ -115,6 +115,19 @@ class BrokerService:
         value = self.store.get_metadata(PARTITIONS_KEY + str(name))
         return int(value) if value else 0
 
+    def should_auto_partition(self, name: TopicName) -> bool:
+        """True when a first lookup of `name` should create it as a partitioned topic."""
+        cfg = self.config
+        return (
+            cfg.auto_topic_creation
+            and cfg.auto_topic_creation_type == "partitioned"
+            and name.persistent
+            and name.partition_index < 0
+            and self.partitions_of(name) == 0
+            and str(name) not in self.topics
+            and self.store.get_ledger(str(name)) is None
+        )
+
     async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:
         if partitions < 1:
             raise NotAllowed("number of partitions must be at least 1")
@@ -147,7 +160,9 @@ class BrokerService:
 
     def background(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a fire-and-forget storage task, keeping a reference until it ends."""
-        task = asyncio.ensure_future(coro)
+        self.track(asyncio.ensure_future(coro))
+
+    def track(self, task: asyncio.Future[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
