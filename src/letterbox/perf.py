@@ -24,6 +24,10 @@ class PerfResult:
     p50_ms: float
     p99_ms: float
     max_ms: float
+    # Wall-clock (time.time()) bounds of the timed run, so a driver can compute
+    # end-to-end time across processes: first send .. last receive.
+    started_at: float = 0.0
+    finished_at: float = 0.0
 
     def line(self) -> str:
         return (
@@ -40,10 +44,11 @@ def _percentile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def _result(role: str, n: int, size: int, seconds: float, lat: list[float]) -> PerfResult:
+def _result(role: str, n: int, size: int, seconds: float, lat: list[float],
+            started_at: float = 0.0, finished_at: float = 0.0) -> PerfResult:
     return PerfResult(
         role, n, seconds, n / seconds if seconds else 0.0, n * size / seconds / 1e6 if seconds else 0.0,
-        _percentile(lat, 0.50), _percentile(lat, 0.99), max(lat) if lat else 0.0,
+        _percentile(lat, 0.50), _percentile(lat, 0.99), max(lat) if lat else 0.0, started_at, finished_at,
     )
 
 
@@ -52,7 +57,9 @@ def _result(role: str, n: int, size: int, seconds: float, lat: list[float]) -> P
 GIL_SWITCH_INTERVAL = 0.0005
 
 
-def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50) -> PerfResult:
+def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50,
+                binding: bool = False) -> PerfResult:
+    import _pulsar
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
@@ -79,8 +86,19 @@ def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample:
             lat.append((time.perf_counter() - t0) * 1000)
         return cb
 
+    started_at = time.time()
     start = time.perf_counter()
     send = producer.send_async
+    if binding:
+        # Skip the pure-Python wrapper (schema encode, nine type checks per call) and
+        # call the pybind11 binding the wrapper itself ends in, with a prebuilt
+        # Message per send. Same client library, same wire traffic.
+        raw_send = producer._producer.send_async
+        builder = _pulsar.MessageBuilder
+
+        def send(data: bytes, cb: object) -> None:
+            raw_send(builder().content(data).build(), cb)
+
     for i in range(n):
         # Only sampled messages carry a Python callback: each callback makes the
         # client's I/O thread take the GIL, and at one per message that GIL traffic,
@@ -89,29 +107,39 @@ def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample:
         send(payload, timed(time.perf_counter()) if i % sample == 0 else None)
     producer.flush()
     seconds = time.perf_counter() - start
+    finished_at = time.time()
     producer.close()
     client.close()
     if errors:
         raise click.ClickException(f"{len(errors)} sampled sends failed, first: {errors[0]}")
-    return _result("produce", n, size, seconds, lat)
+    return _result("produce", n, size, seconds, lat, started_at, finished_at)
 
 
 def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 50,
-                ready: threading.Event | None = None) -> PerfResult:
+                ready: threading.Event | None = None, ready_file: str | None = None,
+                receiver_queue: int = 10_000, binding: bool = False) -> PerfResult:
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
     client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1)
     consumer = client.subscribe(
-        topic, subscription, consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=10_000,
+        topic, subscription, consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=receiver_queue,
         initial_position=pulsar.InitialPosition.Earliest,
     )
     if ready is not None:
         ready.set()
+    if ready_file:
+        with open(ready_file, "w") as f:
+            f.write("subscribed\n")
     lat: list[float] = []
     receive, ack = consumer.receive, consumer.acknowledge
+    if binding:
+        # receive()/acknowledge() on the pybind11 consumer: no Message wrapper object
+        # and no isinstance dispatch per message; still one acknowledge per message.
+        receive, ack = consumer._consumer.receive, consumer._consumer.acknowledge
     first = receive()
+    started_at = time.time()
     start = time.perf_counter()
     ack(first)
     size = len(first.data())
@@ -121,9 +149,10 @@ def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 5
         if i % sample == 0:
             lat.append(time.time() * 1000 - msg.publish_timestamp())
     seconds = time.perf_counter() - start
+    finished_at = time.time()
     consumer.close()
     client.close()
-    return _result("consume", n, size, seconds, lat)
+    return _result("consume", n, size, seconds, lat, started_at, finished_at)
 
 
 @click.group()
@@ -137,10 +166,11 @@ def perf() -> None:
 @click.option("-n", "--messages", default=200_000, show_default=True)
 @click.option("-s", "--size", default=100, show_default=True, help="payload bytes")
 @click.option("--batching/--no-batching", default=True, show_default=True)
+@click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
-def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, as_json: bool) -> None:
+def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, binding: bool, as_json: bool) -> None:
     """Publish N messages as fast as the client allows."""
-    r = run_produce(url, topic, messages, size, batching)
+    r = run_produce(url, topic, messages, size, batching, binding=binding)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
 
 
@@ -149,8 +179,13 @@ def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, 
 @click.option("--topic", default="perf", show_default=True)
 @click.option("--subscription", default="perf-sub", show_default=True)
 @click.option("-n", "--messages", default=200_000, show_default=True)
+@click.option("--receiver-queue", default=10_000, show_default=True, help="client receiver queue size")
+@click.option("--ready-file", type=click.Path(dir_okay=False), help="write this file once subscribed")
+@click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
-def consume_cmd(url: str, topic: str, subscription: str, messages: int, as_json: bool) -> None:
+def consume_cmd(url: str, topic: str, subscription: str, messages: int, receiver_queue: int,
+                ready_file: str | None, binding: bool, as_json: bool) -> None:
     """Receive and acknowledge N messages, one ack per message."""
-    r = run_consume(url, topic, subscription, messages)
+    r = run_consume(url, topic, subscription, messages, ready_file=ready_file, receiver_queue=receiver_queue,
+                    binding=binding)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
