@@ -39,6 +39,8 @@ class BrokerConfig:
     auto_topic_creation_type: str = "non-partitioned"
     default_num_partitions: int = 1
     deduplication_enabled: bool = False
+    # keep acknowledged messages this long (0: delete once all subscriptions acked, -1: forever)
+    retention_time_minutes: int = 0
     cluster_name: str = "standalone"
     log_level: str = "INFO"
 
@@ -61,6 +63,10 @@ class BrokerConfig:
         if not 1 <= self.default_num_partitions <= 10_000:
             raise ConfigError(
                 f"default_num_partitions must be between 1 and 10000, got {self.default_num_partitions}"
+            )
+        if self.retention_time_minutes < -1:
+            raise ConfigError(
+                f"retention_time_minutes must be -1 (forever), 0 or a number of minutes, got {self.retention_time_minutes}"
             )
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("letterbox")
 PARTITIONS_KEY = "partitions:"
 SCHEMA_KEY = "schema:"
+HOUSEKEEPING_SECONDS = 60.0
 
 
 class BrokerService:
@@ -52,6 +53,7 @@ class BrokerService:
         self._np_ledger_ids = itertools.count(1 << 40)
         self.started_at = time.time()
         self._tasks: set[asyncio.Future[None]] = set()
+        self._housekeeping: asyncio.TimerHandle | None = None
 
     # --- lifecycle -------------------------------------------------------
     async def start(self) -> None:
@@ -65,8 +67,20 @@ class BrokerService:
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
+        if self.config.retention_time_minutes > 0:
+            self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+
+    def _expire_retained(self) -> None:
+        """Retention runs on a clock: acked entries age out even when no ack arrives."""
+        for topic in self.topics.values():
+            if isinstance(topic, PersistentTopic):
+                topic.ledger.trim()
+        loop = asyncio.get_running_loop()
+        self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     async def stop(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
         if self._server is not None:
             self._server.close()
         for cnx in list(self.connections):

@@ -84,6 +84,8 @@ class PersistentTopic(Topic):
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
+        minutes = service.config.retention_time_minutes
+        ledger.retention_ms = -1 if minutes < 0 else minutes * 60_000
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():
             self.subscriptions[cname] = Subscription(self, cname, cursor, durable=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
@@ -58,6 +59,9 @@ class ManagedLedger:
         self._cum_before = 0
         self._size = size_bytes
         self._seq: dict[str, int] = dict(sequences or {})
+        # how long acknowledged entries are kept: 0 = delete once every cursor acked
+        # them, -1 = keep forever, n > 0 = keep for n milliseconds after publishing
+        self.retention_ms = 0
         self._pushed_seq: dict[str, int] = dict(self._seq)
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[Position], None]] = []
@@ -274,6 +278,12 @@ class ManagedLedger:
         if not self._cursors or self._closed_reason == "deleted":
             return
         upto = min(min(c._md for c in self._cursors.values()), self._lc)
+        if self.retention_ms < 0:
+            return
+        if self.retention_ms > 0 and upto >= self._first:
+            # keep acknowledged entries younger than the retention time
+            keep_from = self.find_entry_by_publish_time(int(time.time() * 1000) - self.retention_ms).entry_id
+            upto = min(upto, keep_from - 1)
         if upto < self._first:
             return
         # persist this ledger's dirty cursors in the same transaction as the delete
