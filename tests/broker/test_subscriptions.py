@@ -245,3 +245,33 @@ def test_redeliver_unacknowledged_messages(client: pulsar.Client) -> None:
     assert sorted(m.data() for m in again) == [b"0", b"2"]
     c.close()
     producer.close()
+
+
+def test_key_shared_new_consumer_waits_for_older_messages(client: pulsar.Client) -> None:
+    topic = topic_name()
+    producer = client.create_producer(topic, batching_enabled=False)
+    a = client.subscribe(topic, "ksj", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name="a",
+                         initial_position=EARLIEST)
+    keys = [f"k{i}" for i in range(10)]
+    for k in keys:
+        producer.send(f"{k}:0".encode(), partition_key=k)
+    held = [a.receive(10_000) for _ in keys]  # a holds every key's first message, unacked
+    b = client.subscribe(topic, "ksj", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name="b")
+    for k in keys:
+        producer.send(f"{k}:1".encode(), partition_key=k)
+    # b owns some keys now, but their second messages must wait behind a's unacked firsts
+    with pytest.raises(pulsar.Timeout):
+        b.receive(timeout_millis=500)
+    assert len(held) == len(keys)
+    a.close()  # a dies without acking: everything is b's, oldest first
+    order: dict[str, list[int]] = collections.defaultdict(list)
+    for m in drain(b, 1000):
+        k, i = m.data().decode().split(":")
+        order[k].append(int(i))
+    assert set(order) == set(keys)
+    for k in keys:
+        assert order[k][:1] == [0], f"{k}: {order[k]}"
+        assert order[k] == sorted(order[k])
+        assert order[k][-1] == 1
+    b.close()
+    producer.close()

@@ -129,6 +129,13 @@ class KeySharedDispatcher(Dispatcher):
             self._hash_cache[eid] = h
         return h
 
+    def cached_hash(self, entry_id: int) -> int | None:
+        return self._hash_cache.get(entry_id)
+
+    def owner_available(self, hash_value: int) -> bool:
+        c = self.selector.select(hash_value)
+        return c is not None and c.available
+
     def owner(self, entry: Entry) -> Consumer | None:
         return self.selector.select(self.key_hash(entry))
 

@@ -83,7 +83,14 @@ class BrokerService:
             self._housekeeping.cancel()
         if self._server is not None:
             self._server.close()
+        from letterbox.protocol import commands
+
         for cnx in list(self.connections):
+            # tell clients their producers and consumers are gone, so they reconnect
+            for producer in list(cnx.producers.values()):
+                cnx.write(commands.close_producer(producer.producer_id))
+            for consumer in list(cnx.consumers.values()):
+                cnx.write(commands.close_consumer(consumer.consumer_id))
             cnx.close()
         if self._server is not None:
             await self._server.wait_closed()

@@ -263,6 +263,13 @@ class Subscription:
                 break
             if self.cursor.is_acked(eid):
                 continue
+            if ks is not None:
+                # skip entries of busy keys without reading them from the ledger
+                cached = ks.cached_hash(eid)
+                if cached is not None and (cached in blocked or not ks.owner_available(cached)):
+                    blocked.add(cached)
+                    keep.append(eid)
+                    continue
             entry = ledger.read_entry(eid)
             if entry is None:
                 continue
@@ -306,9 +313,13 @@ class Subscription:
         ledger = self.topic.ledger
         hashes: set[int] = set()
         for eid in self._replay:
-            entry = ledger.read_entry(eid)
-            if entry is not None:
-                hashes.add(d.key_hash(entry))
+            h = d.cached_hash(eid)
+            if h is None:
+                entry = ledger.read_entry(eid)
+                if entry is None:
+                    continue
+                h = d.key_hash(entry)
+            hashes.add(h)
         return hashes
 
     # --- stats -------------------------------------------------------------
