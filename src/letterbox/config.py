@@ -129,7 +129,9 @@ def _coerce(name: str, value: Any, where: str) -> Any:
                 return False
             raise ValueError(value)
         if isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError(value)
             return int(value)
         return str(value)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ConfigError(f"{where}: {name} has an invalid value {value!r}") from None
