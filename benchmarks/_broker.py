@@ -1,0 +1,88 @@
+# Helpers shared by the benchmark scripts: start/stop a letterbox broker on a
+# free port and read a process's CPU time and memory from /proc (no psutil).
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PYTHON = sys.executable
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+_LISTEN = re.compile(r"listening on pulsar://([\d.]+):(\d+)")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (not its children), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # fields after the ")" that closes the command name; utime/stime are fields 14 and 15
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS) in MB."""
+    out: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+class Broker:
+    def __init__(self, data_dir: Path, sync: str = "full", log: Path | None = None) -> None:
+        self.data_dir = data_dir
+        self.sync = sync
+        self.log = log or data_dir.parent / "broker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.startup_seconds = 0.0
+
+    def start(self, timeout: float = 120.0) -> Broker:
+        cmd = [
+            PYTHON, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir), "--port", "0",
+            "--admin-port", "0", "--bind", "127.0.0.1", "--sync", self.sync, "--log-level", "INFO",
+        ]
+        t0 = time.perf_counter()
+        with open(self.log, "wb") as logf:
+            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+        while time.perf_counter() - t0 < timeout:
+            m = _LISTEN.search(self.log.read_text(errors="replace"))
+            if m:
+                self.url = f"pulsar://{m.group(1)}:{m.group(2)}"
+                self.startup_seconds = time.perf_counter() - t0
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}; see {self.log}")
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"broker did not start within {timeout}s; see {self.log}")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
