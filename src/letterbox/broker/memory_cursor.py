@@ -19,6 +19,7 @@ class MemoryCursor:
         self._md = mark_delete_entry
         self._acked: set[int] = set()
         self._batches: dict[int, set[int]] = {}
+        self._redelivery: dict[int, int] = {}
 
     @property
     def mark_delete(self) -> Position:
@@ -27,11 +28,20 @@ class MemoryCursor:
     def is_acked(self, entry_id: int) -> bool:
         return entry_id <= self._md or entry_id in self._acked
 
+    def redelivery_count(self, entry_id: int) -> int:
+        return self._redelivery.get(entry_id, 0)
+
+    def increment_redelivery(self, entry_ids: list[int]) -> None:
+        for e in entry_ids:
+            if not self.is_acked(e):
+                self._redelivery[e] = self._redelivery.get(e, 0) + 1
+
     def ack(self, entry_ids: list[int]) -> None:
         for e in entry_ids:
             if e > self._md:
                 self._acked.add(e)
                 self._batches.pop(e, None)
+                self._redelivery.pop(e, None)
         while self._md + 1 in self._acked:
             self._md += 1
             self._acked.discard(self._md)

@@ -48,6 +48,8 @@ class Cursor(Protocol):
     def ack_cumulative(self, entry_id: int) -> None: ...
     def reset(self, next_entry_id: int) -> None: ...
     def backlog(self) -> int: ...
+    def redelivery_count(self, entry_id: int) -> int: ...
+    def increment_redelivery(self, entry_ids: list[int]) -> None: ...
     async def flush(self) -> None: ...
 
 
@@ -65,6 +67,7 @@ class Subscription:
         self.msg_redelivered = 0
         # non-durable only: a seek closed the consumers, keep the position for their return
         self.sought = False
+        self._epoch = 0  # bumped by seeks, so late redeliveries of old positions are dropped
 
     # --- consumers -------------------------------------------------------
     @property
@@ -99,6 +102,13 @@ class Subscription:
             return
         consumer.closed = True
         d.remove_consumer(consumer)
+        if consumer.pending:
+            # The consumer went away holding messages. Count one delivery for the oldest
+            # of them only: it is the one it was most likely processing (a poison message
+            # that crashes its consumer still reaches the dead letter topic), while the
+            # prefetched messages queued behind it were never seen and are not punished.
+            head = next(iter(consumer.pending))
+            self.cursor.increment_redelivery([head])
         self._park(list(consumer.pending))
         consumer.pending.clear()
         if isinstance(d, SingleActiveConsumerDispatcher):
@@ -177,14 +187,28 @@ class Subscription:
             del self._replay[i]
 
     def redeliver(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
+        """Nack, ack timeout or redeliver-all: count one more delivery for each message,
+        make the counts durable, then put the messages back in line."""
         if entry_ids is None:
             ids = list(consumer.pending)
             consumer.pending.clear()
         else:
             ids = [e for e in entry_ids if consumer.pending.pop(e, None) is not None]
+        if not ids:
+            return
         self.msg_redelivered += len(ids)
-        self._park(ids)
-        self.schedule_dispatch()
+        self.cursor.increment_redelivery(ids)
+        epoch = self._epoch
+
+        async def park_when_durable() -> None:
+            try:
+                await self.cursor.flush()
+            finally:
+                if epoch == self._epoch:  # a seek in between makes these ids stale
+                    self._park(ids)
+                    self.schedule_dispatch()
+
+        self.topic.service.track(asyncio.ensure_future(park_when_durable()))
 
     def _park(self, entry_ids: list[int]) -> None:
         for eid in entry_ids:
@@ -195,6 +219,7 @@ class Subscription:
     def reset_to(self, next_entry_id: int) -> None:
         """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""
         self.cursor.reset(next_entry_id)
+        self._epoch += 1
         self.read_position = next_entry_id
         self._replay.clear()
         for c in self.consumers:
@@ -242,7 +267,7 @@ class Subscription:
                     if target is None:
                         return
                     self.read_position = eid + 1
-                target.send_entry(entry, 0, self.cursor.batch_ack_set(eid))
+                target.send_entry(entry, self.cursor.redelivery_count(eid), self.cursor.batch_ack_set(eid))
                 sent += 1
                 if not d.any_available():
                     break
@@ -285,7 +310,7 @@ class Subscription:
                 if target is None:
                     keep.extend(self._replay[idx:])
                     break
-            target.send_entry(entry, 0, self.cursor.batch_ack_set(eid))
+            target.send_entry(entry, self.cursor.redelivery_count(eid), self.cursor.batch_ack_set(eid))
             sent += 1
         self._replay = keep
         return sent

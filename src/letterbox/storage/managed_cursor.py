@@ -2,7 +2,9 @@
 #
 # State: mark_delete (every entry <= it is acked), a RangeSet of individually acked entries
 # above mark_delete, per-entry batch bitsets (bit i set == batch index i acked) for partially
-# acked batches, and a small `properties` map.
+# acked batches, redelivery counts of unacked entries that were redelivered (PIP-22's
+# "Solution 1": counts persisted with the cursor, so they survive reconnects and restarts),
+# and a small `properties` map.
 # Invariants (after every public mutation):
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
 #     (it would have been absorbed into mark_delete);
@@ -35,6 +37,7 @@ class ManagedCursor:
         self._ranges = RangeSet()
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
         self.properties: dict[str, int] = {}
+        self._redelivery: dict[int, int] = {}  # entry_id -> times redelivered (unacked only)
         self._dirty = False
         self._deleted = False
 
@@ -55,6 +58,21 @@ class ManagedCursor:
         if b is None:
             return None
         return to_ack_set_words(b[0], b[1])
+
+    def redelivery_count(self, entry_id: int) -> int:
+        return self._redelivery.get(entry_id, 0)
+
+    def redelivery_counts(self) -> dict[int, int]:
+        return dict(self._redelivery)
+
+    def increment_redelivery(self, entry_ids: Iterable[int]) -> None:
+        changed = False
+        for eid in entry_ids:
+            if not self.is_acked(eid):
+                self._redelivery[eid] = self._redelivery.get(eid, 0) + 1
+                changed = True
+        if changed:
+            self._touch()
 
     def backlog(self) -> int:
         led = self.ledger
@@ -77,6 +95,7 @@ class ManagedCursor:
             if eid <= self._md:
                 continue
             self._batches.pop(eid, None)
+            self._redelivery.pop(eid, None)
             changed |= self._ranges.add(eid)
         if changed:
             self._set_md(self._ranges.absorb_from(self._md))
@@ -132,6 +151,8 @@ class ManagedCursor:
     def _set_md(self, md: int) -> None:
         moved_forward = md > self._md
         self._md = md
+        if self._redelivery and moved_forward:
+            self._redelivery = {k: v for k, v in self._redelivery.items() if k > md}
         if moved_forward:
             self.ledger._schedule_trim()
 
@@ -153,6 +174,7 @@ class ManagedCursor:
             "ranges": self._ranges.to_list(),
             "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
             "props": self.properties,
+            "rc": [[eid, n] for eid, n in sorted(self._redelivery.items())],
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -165,6 +187,7 @@ class ManagedCursor:
         c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
         c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
         c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
+        c._redelivery = {int(e): int(n) for e, n in doc.get("rc", [])}
         return c
 
     def __repr__(self) -> str:
