@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.consumer import Consumer
+from letterbox.broker.redelivery_policy import SubscriptionPolicy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
@@ -95,9 +96,16 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     start = None
     if not durable and c.HasField("start_message_id"):
         start = _start_entry(topic, c.start_message_id)
+    policy = (
+        SubscriptionPolicy.from_consumer_metadata(consumer.metadata)
+        if SubscriptionPolicy.declared_in(consumer.metadata)
+        else None
+    )
     sub = topic.subscription_for(c.subscription, durable, initial, start)
     try:
         sub.add_consumer(consumer, auto_split)
+        if policy is not None:
+            sub.policy = policy  # PIP-22: the last created consumer's configuration wins
     except LetterboxError:
         if not sub.consumers and not sub.durable:
             topic.remove_subscription(sub.name)

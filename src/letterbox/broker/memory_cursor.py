@@ -83,5 +83,8 @@ class MemoryCursor:
     def backlog(self) -> int:
         return max(0, self.ledger.count_messages(self._md) - len(self._acked))
 
+    def acked_indexes(self, entry_id: int) -> frozenset[int]:
+        return frozenset(self._batches.get(entry_id, ()))
+
     async def flush(self) -> None:
         """Nothing to persist: a non-durable cursor lives only in memory."""

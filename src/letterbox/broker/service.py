@@ -36,12 +36,23 @@ SCHEMA_KEY = "schema:"
 HOUSEKEEPING_SECONDS = 60.0
 
 
+class BrokerStats:
+    """Broker-wide counters (exposed by the metrics endpoint)."""
+
+    def __init__(self) -> None:
+        self.dead_letters_by_reason: dict[str, int] = {}
+
+    def dead_lettered(self, reason: str, messages: int) -> None:
+        self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + messages
+
+
 class BrokerService:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.version = __version__
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
+        self.stats = BrokerStats()
         self.connections: set[ServerCnx] = set()
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
         self.port = config.port

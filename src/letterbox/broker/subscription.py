@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import logging
+import time
 from typing import TYPE_CHECKING, Protocol
 
+from letterbox.broker.dead_letter_entry import REASON_MAX_REDELIVERIES
+from letterbox.broker.dead_letter_router import move_to_dead_letter
+from letterbox.broker.delayed_index import DelayedDeliveryTracker
 from letterbox.broker.dispatchers import (
     EXCLUSIVE,
     FAILOVER,
@@ -24,13 +29,16 @@ from letterbox.broker.dispatchers import (
     SingleActiveConsumerDispatcher,
     make_dispatcher,
 )
+from letterbox.broker.redelivery_policy import SubscriptionPolicy
 from letterbox.errors import ConsumerBusy, NotAllowed
+from letterbox.protocol import parse_entry_metadata
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.topic import PersistentTopic
     from letterbox.storage.position import Position
 
+log = logging.getLogger("letterbox.subscription")
 READ_BATCH = 100
 MAX_ENTRIES_PER_ROUND = 2000
 MAX_REPLAY_PARKED = 10_000
@@ -50,6 +58,7 @@ class Cursor(Protocol):
     def backlog(self) -> int: ...
     def redelivery_count(self, entry_id: int) -> int: ...
     def increment_redelivery(self, entry_ids: list[int]) -> None: ...
+    def acked_indexes(self, entry_id: int) -> frozenset[int]: ...
     async def flush(self) -> None: ...
 
 
@@ -68,6 +77,13 @@ class Subscription:
         # non-durable only: a seek closed the consumers, keep the position for their return
         self.sought = False
         self._epoch = 0  # bumped by seeks, so late redeliveries of old positions are dropped
+        self.policy = SubscriptionPolicy()
+        # entries held back until a time: delayed delivery (Shared/Key_Shared) and backoff
+        self._delayed = DelayedDeliveryTracker()
+        self._delay_timer: asyncio.TimerHandle | None = None
+        self._delay_timer_at = 0
+        # first/last delivery time of unacked entries, kept while a policy is set
+        self._deliveries: dict[int, tuple[int, int]] = {}
 
     # --- consumers -------------------------------------------------------
     @property
@@ -108,7 +124,12 @@ class Subscription:
             # that crashes its consumer still reaches the dead letter topic), while the
             # prefetched messages queued behind it were never seen and are not punished.
             head = next(iter(consumer.pending))
+            before = self.cursor.redelivery_count(head)
             self.cursor.increment_redelivery([head])
+            dl = self.policy.dead_letter
+            if dl is not None and self.durable and before + 1 > dl.max_redeliveries:
+                del consumer.pending[head]
+                self._settle([head], {head: before})
         self._park(list(consumer.pending))
         consumer.pending.clear()
         if isinstance(d, SingleActiveConsumerDispatcher):
@@ -161,6 +182,8 @@ class Subscription:
                 del c.pending[eid]
         if self._replay and self._replay[0] <= upto:
             self._replay = [e for e in self._replay if e > upto]
+        if self._deliveries:
+            self._deliveries = {e: t for e, t in self._deliveries.items() if e > upto}
         self._after_ack()
 
     def _after_ack(self) -> None:
@@ -177,6 +200,8 @@ class Subscription:
         return n
 
     def _drop_pending(self, consumer: Consumer, entry_id: int) -> None:
+        if self._deliveries:
+            self._deliveries.pop(entry_id, None)
         if consumer.pending.pop(entry_id, None) is not None:
             return
         for c in self.consumers:
@@ -188,7 +213,8 @@ class Subscription:
 
     def redeliver(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
         """Nack, ack timeout or redeliver-all: count one more delivery for each message,
-        make the counts durable, then put the messages back in line."""
+        dead-letter those past the policy's maximum, make the counts durable, then put
+        the rest back in line (after the backoff delay, if the policy has one)."""
         if entry_ids is None:
             ids = list(consumer.pending)
             consumer.pending.clear()
@@ -197,18 +223,79 @@ class Subscription:
         if not ids:
             return
         self.msg_redelivered += len(ids)
+        before = {e: self.cursor.redelivery_count(e) for e in ids}
         self.cursor.increment_redelivery(ids)
+        self._settle(ids, before)
+
+    def _settle(self, ids: list[int], before: dict[int, int]) -> None:
+        dl = self.policy.dead_letter if self.durable else None
+        dead = [e for e in ids if dl is not None and self.cursor.redelivery_count(e) > dl.max_redeliveries]
+        back = [e for e in ids if e not in set(dead)]
+        backoff = self.policy.backoff
         epoch = self._epoch
 
-        async def park_when_durable() -> None:
+        async def settle() -> None:
             try:
+                if dead and dl is not None:
+                    try:
+                        await move_to_dead_letter(self, dead, REASON_MAX_REDELIVERIES, dl.topic,
+                                                  dl.initial_subscription)
+                    except Exception:
+                        log.exception("dead-lettering failed on %s/%s; redelivering", self.topic.name, self.name)
+                        back.extend(dead)
                 await self.cursor.flush()
             finally:
                 if epoch == self._epoch:  # a seek in between makes these ids stale
-                    self._park(ids)
+                    if backoff is None:
+                        self._park(back)
+                    else:
+                        # the delay runs from the last delivery, so the client's own
+                        # nack delay does not stretch the gaps between deliveries
+                        now = _now_ms()
+                        for e in back:
+                            last = self._deliveries.get(e, (now, now))[1]
+                            self.delay(e, last + backoff.delay_ms(before.get(e, 0)))
                     self.schedule_dispatch()
 
-        self.topic.service.track(asyncio.ensure_future(park_when_durable()))
+        self.topic.service.track(asyncio.ensure_future(settle()))
+
+    # --- delayed entries -----------------------------------------------------
+    def delay(self, entry_id: int, deliver_at_ms: int) -> None:
+        """Hold an entry back until `deliver_at_ms`, then queue it for dispatch."""
+        if not self._delayed.add(entry_id, deliver_at_ms):
+            self._park([entry_id])
+            return
+        self._arm_delay_timer()
+
+    def _arm_delay_timer(self) -> None:
+        due = self._delayed.next_due_ms()
+        if due is None:
+            return
+        if self._delay_timer is not None:
+            if self._delay_timer_at <= due:
+                return
+            self._delay_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._delay_timer_at = due
+        self._delay_timer = loop.call_later(max(0.0, (due - _now_ms()) / 1000), self._on_delay_timer)
+
+    def _on_delay_timer(self) -> None:
+        self._delay_timer = None
+        due = self._delayed.pop_due(_now_ms())
+        if due:
+            self._park(due)
+            self.schedule_dispatch()
+        self._arm_delay_timer()
+
+    def delayed_count(self) -> int:
+        return len(self._delayed)
+
+    # --- dead-letter bookkeeping ---------------------------------------------
+    def delivery_times(self, entry_id: int) -> tuple[int, int]:
+        return self._deliveries.get(entry_id, (0, 0))
+
+    def forget_delivery(self, entry_id: int) -> None:
+        self._deliveries.pop(entry_id, None)
 
     def _park(self, entry_ids: list[int]) -> None:
         for eid in entry_ids:
@@ -220,6 +307,8 @@ class Subscription:
         """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""
         self.cursor.reset(next_entry_id)
         self._epoch += 1
+        self._delayed.clear()
+        self._deliveries.clear()
         self.read_position = next_entry_id
         self._replay.clear()
         for c in self.consumers:
@@ -242,6 +331,9 @@ class Subscription:
         last = ledger.last_confirmed.entry_id
         ks = d if isinstance(d, KeySharedDispatcher) else None
         parked = self._parked_hashes(ks) if ks is not None and self._replay else set()
+        # delayed delivery is honoured on Shared and Key_Shared only, as in Pulsar
+        delays = self.sub_type in (SHARED, KEY_SHARED)
+        now = _now_ms()
         while self.read_position <= last and sent < MAX_ENTRIES_PER_ROUND and d.any_available():
             if self.read_position < ledger.first_position.entry_id:
                 self.read_position = ledger.first_position.entry_id
@@ -253,6 +345,12 @@ class Subscription:
                 if self.cursor.is_acked(eid):
                     self.read_position = eid + 1
                     continue
+                if delays:
+                    at = self._deliver_at(entry)
+                    if at > now and self._delayed.add(eid, at):
+                        self.read_position = eid + 1
+                        self._arm_delay_timer()
+                        continue
                 if ks is not None:
                     target = self._ks_target(ks, entry, parked)
                     self.read_position = eid + 1
@@ -267,7 +365,7 @@ class Subscription:
                     if target is None:
                         return
                     self.read_position = eid + 1
-                target.send_entry(entry, self.cursor.redelivery_count(eid), self.cursor.batch_ack_set(eid))
+                self._send(target, entry)
                 sent += 1
                 if not d.any_available():
                     break
@@ -310,10 +408,22 @@ class Subscription:
                 if target is None:
                     keep.extend(self._replay[idx:])
                     break
-            target.send_entry(entry, self.cursor.redelivery_count(eid), self.cursor.batch_ack_set(eid))
+            self._send(target, entry)
             sent += 1
         self._replay = keep
         return sent
+
+    def _send(self, target: Consumer, entry: Entry_) -> None:
+        eid = entry.position.entry_id
+        if self.policy.dead_letter is not None or self.policy.backoff is not None:
+            now = _now_ms()
+            first = self._deliveries.get(eid, (now, now))[0]
+            self._deliveries[eid] = (first, now)
+        target.send_entry(entry, self.cursor.redelivery_count(eid), self.cursor.batch_ack_set(eid))
+
+    def _deliver_at(self, entry: Entry_) -> int:
+        meta = parse_entry_metadata(entry.data)
+        return meta.deliver_at_time if meta.HasField("deliver_at_time") else 0
 
     def _ks_target(
         self, d: KeySharedDispatcher, entry: Entry_, parked: set[int] | None
@@ -359,6 +469,10 @@ if TYPE_CHECKING:
     from letterbox.storage.entry import Entry as Entry_
 
 _TYPE_NAMES = {EXCLUSIVE: "Exclusive", SHARED: "Shared", FAILOVER: "Failover", KEY_SHARED: "Key_Shared"}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _bit(words: list[int], i: int) -> bool:

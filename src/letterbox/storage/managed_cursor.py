@@ -141,6 +141,22 @@ class ManagedCursor:
             self.properties[key] = value
         self._touch()
 
+    def acked_indexes(self, entry_id: int) -> frozenset[int]:
+        """Batch indexes of a partly acknowledged entry that are acknowledged."""
+        b = self._batches.get(entry_id)
+        if b is None:
+            return frozenset()
+        size, mask = b
+        return frozenset(i for i in range(size) if mask >> i & 1)
+
+    def commit_op(self) -> CursorWriteOp:
+        """This cursor's state as an op for a multi-op Store.transaction. It also takes the
+        cursor off the background flush list, so the new state is first written by that
+        transaction (an ack made for an atomic dead-letter move is never persisted
+        without the move)."""
+        self.ledger._store._dirty_cursors.pop(self, None)
+        return self._snapshot_op()
+
     async def flush(self) -> None:
         store = self.ledger._store
         store._dirty_cursors.pop(self, None)

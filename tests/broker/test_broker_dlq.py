@@ -1,0 +1,164 @@
+"""Broker-side dead lettering (PIP-22) and redelivery backoff, set through consumer properties."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pulsar
+import pytest
+
+from tests.conftest import BrokerProcess
+
+TYPES = {
+    "exclusive": pulsar.ConsumerType.Exclusive,
+    "shared": pulsar.ConsumerType.Shared,
+    "failover": pulsar.ConsumerType.Failover,
+    "key_shared": pulsar.ConsumerType.KeyShared,
+}
+DLQ_PROPS = {"letterbox.dlq.max_redeliveries": "3"}
+
+
+def read_topic(client: pulsar.Client, topic: str, idle_ms: int = 1000) -> list[pulsar.Message]:
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    out = []
+    try:
+        while True:
+            try:
+                out.append(reader.read_next(idle_ms))
+            except pulsar.Timeout:
+                return out
+    finally:
+        reader.close()
+
+
+def work(consumer: pulsar.Consumer, poison: set[bytes], idle_ms: int = 2500) -> set[bytes]:
+    acked: set[bytes] = set()
+    while True:
+        try:
+            msg = consumer.receive(idle_ms)
+        except pulsar.Timeout:
+            return acked
+        if msg.data() in poison:
+            consumer.negative_acknowledge(msg)
+        else:
+            consumer.acknowledge(msg)
+            acked.add(msg.data())
+
+
+@pytest.mark.parametrize("kind", list(TYPES))
+def test_broker_moves_poison_messages_to_dlq_once(client: pulsar.Client, kind: str) -> None:
+    topic = f"persistent://public/default/bdlq-{kind}-{uuid.uuid4().hex[:6]}"
+    consumer = client.subscribe(topic, "work", consumer_type=TYPES[kind], properties=DLQ_PROPS,
+                                initial_position=pulsar.InitialPosition.Earliest,
+                                negative_ack_redelivery_delay_ms=20)
+    producer = client.create_producer(topic, batching_enabled=False)
+    bodies = [f"m{i}".encode() for i in range(20)]
+    poison = {b"m3", b"m7", b"m11", b"m19"}
+    for i, body in enumerate(bodies):
+        producer.send(body, partition_key=f"key-{i}", properties={"i": str(i)}, event_timestamp=1000 + i)
+    acked = work(consumer, poison)
+    assert acked == set(bodies) - poison
+    dead = read_topic(client, f"{topic}-work-DLQ")
+    assert sorted(m.data() for m in dead) == sorted(poison), "each poison message exactly once"
+    for m in dead:
+        i = int(m.properties()["i"])
+        props = m.properties()
+        assert m.partition_key() == f"key-{i}"
+        assert m.event_timestamp() == 1000 + i
+        assert props["REAL_TOPIC"] == topic
+        assert props["ORIGIN_MESSAGE_ID"].count(":") == 3
+        assert props["DEAD_LETTER_REASON"] == "max-redeliveries"
+        assert props["DEAD_LETTER_SUBSCRIPTION"] == "work"
+        assert props["DELIVERY_COUNT"] == "4"
+        assert int(props["FIRST_DELIVERY_TIME"]) <= int(props["LAST_DELIVERY_TIME"])
+    consumer.close()
+    # nothing is left in the source subscription
+    again = client.subscribe(topic, "work", consumer_type=TYPES[kind])
+    with pytest.raises(pulsar.Timeout):
+        again.receive(timeout_millis=500)
+    again.close()
+    producer.close()
+
+
+def test_broker_dlq_survives_repeated_crashes(tmp_path: Path) -> None:
+    """1,000 messages, 100 always fail, broker killed 5 times: exactly 100 dead letters."""
+    data = tmp_path / "data"
+    topic = f"persistent://public/default/crashdlq-{uuid.uuid4().hex[:6]}"
+    total, poison = 1000, {f"m{i}".encode() for i in range(0, 1000, 10)}
+    broker = BrokerProcess(data).start()
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=50,
+                                      block_if_queue_full=True)
+    for i in range(total):
+        producer.send_async(f"m{i}".encode(), None, properties={"i": str(i)})
+    producer.flush()
+    client.close()
+    acked: set[bytes] = set()
+    for crash in range(6):
+        client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                    properties=DLQ_PROPS, initial_position=pulsar.InitialPosition.Earliest,
+                                    negative_ack_redelivery_delay_ms=20, batch_index_ack_enabled=True)
+        if crash < 5:
+            stop = threading.Event()
+
+            def run(c: pulsar.Consumer = consumer, s: threading.Event = stop, done: set[bytes] = acked) -> None:
+                while not s.is_set():
+                    try:
+                        msg = c.receive(200)
+                    except pulsar.PulsarException:
+                        continue
+                    if msg.data() in poison:
+                        c.negative_acknowledge(msg)
+                    else:
+                        c.acknowledge(msg)
+                        done.add(msg.data())
+
+            t = threading.Thread(target=run)
+            t.start()
+            time.sleep(0.3 + 0.2 * crash)  # let work happen, then crash mid-flight
+            broker.kill()
+            stop.set()
+            t.join()
+            with contextlib.suppress(pulsar.PulsarException):
+                client.close()
+            broker = BrokerProcess(data).start()
+        else:
+            acked |= work(consumer, poison)
+            client.close()
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        dead = read_topic(client, f"{topic}-work-DLQ")
+        dead_bodies = [m.data() for m in dead]
+        assert len(dead_bodies) == len(set(dead_bodies)), "duplicated dead letters"
+        assert set(dead_bodies) == poison
+        assert acked == {f"m{i}".encode() for i in range(total)} - poison
+    finally:
+        client.close()
+        broker.stop()
+
+
+def test_backoff_gaps_follow_the_multiplier(client: pulsar.Client) -> None:
+    topic = f"persistent://public/default/backoff-{uuid.uuid4().hex[:6]}"
+    props = {"letterbox.backoff.min_ms": "300", "letterbox.backoff.max_ms": "2400",
+             "letterbox.backoff.multiplier": "2"}
+    consumer = client.subscribe(topic, "b", consumer_type=pulsar.ConsumerType.Shared, properties=props,
+                                initial_position=pulsar.InitialPosition.Earliest,
+                                negative_ack_redelivery_delay_ms=10)
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"retry-me")
+    times = []
+    for _ in range(6):
+        msg = consumer.receive(10_000)
+        times.append(time.monotonic())
+        consumer.negative_acknowledge(msg)
+    gaps = [(b - a) * 1000 for a, b in itertools.pairwise(times)]
+    expected = [300, 600, 1200, 2400, 2400]
+    for gap, want in zip(gaps, expected, strict=True):
+        assert want * 0.95 <= gap <= want * 1.10 + 30, (gaps, expected)
+    consumer.close()
+    producer.close()
