@@ -84,7 +84,8 @@ def test_broker_moves_poison_messages_to_dlq_once(client: pulsar.Client, kind: s
     producer.close()
 
 
-def test_broker_dlq_survives_repeated_crashes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", list(TYPES))
+def test_broker_dlq_survives_repeated_crashes(tmp_path: Path, kind: str) -> None:
     """1,000 messages, 100 always fail, broker killed 5 times: exactly 100 dead letters."""
     data = tmp_path / "data"
     topic = f"persistent://public/default/crashdlq-{uuid.uuid4().hex[:6]}"
@@ -100,7 +101,7 @@ def test_broker_dlq_survives_repeated_crashes(tmp_path: Path) -> None:
     acked: set[bytes] = set()
     for crash in range(6):
         client = pulsar.Client(broker.url, operation_timeout_seconds=10)
-        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+        consumer = client.subscribe(topic, "work", consumer_type=TYPES[kind],
                                     properties=DLQ_PROPS, initial_position=pulsar.InitialPosition.Earliest,
                                     negative_ack_redelivery_delay_ms=20, batch_index_ack_enabled=True)
         if crash < 5:
