@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("letterbox.subscription")
 READ_BATCH = 100
 MAX_ENTRIES_PER_ROUND = 2000
+MAX_EXAMINED_PER_ROUND = 20_000
 MAX_REPLAY_PARKED = 10_000
 
 
@@ -334,12 +335,19 @@ class Subscription:
         # delayed delivery is honoured on Shared and Key_Shared only, as in Pulsar
         delays = self.sub_type in (SHARED, KEY_SHARED)
         now = _now_ms()
-        while self.read_position <= last and sent < MAX_ENTRIES_PER_ROUND and d.any_available():
+        examined = 0
+        while (
+            self.read_position <= last
+            and sent < MAX_ENTRIES_PER_ROUND
+            and examined < MAX_EXAMINED_PER_ROUND
+            and d.any_available()
+        ):
             if self.read_position < ledger.first_position.entry_id:
                 self.read_position = ledger.first_position.entry_id
             entries = ledger.read_entries(self.read_position, READ_BATCH)
             if not entries:
                 break
+            examined += len(entries)
             for entry in entries:
                 eid = entry.position.entry_id
                 if self.cursor.is_acked(eid):
@@ -369,8 +377,8 @@ class Subscription:
                 sent += 1
                 if not d.any_available():
                     break
-        if sent >= MAX_ENTRIES_PER_ROUND:
-            self.schedule_dispatch()
+        if sent >= MAX_ENTRIES_PER_ROUND or examined >= MAX_EXAMINED_PER_ROUND:
+            self.schedule_dispatch()  # yield to other connections, then go on
 
     def _dispatch_replay(self, d: Dispatcher) -> int:
         if not self._replay:
