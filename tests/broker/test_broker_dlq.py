@@ -163,3 +163,37 @@ def test_backoff_gaps_follow_the_multiplier(client: pulsar.Client) -> None:
         assert want * 0.95 <= gap <= want * 1.10 + 30, (gaps, expected)
     consumer.close()
     producer.close()
+
+
+def test_crash_looping_consumer_sends_poison_to_dlq(client: pulsar.Client) -> None:
+    """A consumer that dies on the same message every time: its disconnects count."""
+    topic = f"persistent://public/default/crashloop-{uuid.uuid4().hex[:6]}"
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"poison", properties={"why": "crashes the handler"})
+    for i in range(5):
+        producer.send(f"fine-{i}".encode())
+    counts = []
+    for _ in range(4):
+        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                    properties=DLQ_PROPS, initial_position=pulsar.InitialPosition.Earliest)
+        msg = consumer.receive(10_000)
+        assert msg.data() == b"poison"
+        counts.append(msg.redelivery_count())
+        consumer.close()  # the handler "crashed" holding it (and the prefetched ones)
+    assert counts == [0, 1, 2, 3]
+    consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared, properties=DLQ_PROPS)
+    rest = []
+    while True:
+        try:
+            m = consumer.receive(1500)
+        except pulsar.Timeout:
+            break
+        rest.append((m.data(), m.redelivery_count()))
+        consumer.acknowledge(m)
+    assert sorted(rest) == [(f"fine-{i}".encode(), 0) for i in range(5)], "prefetched messages are not punished"
+    dead = read_topic(client, f"{topic}-work-DLQ")
+    assert [m.data() for m in dead] == [b"poison"]
+    assert dead[0].properties()["why"] == "crashes the handler"
+    assert dead[0].properties()["DELIVERY_COUNT"] == "4"
+    consumer.close()
+    producer.close()
