@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 LISTEN_RE = re.compile(r"listening on pulsar://[^:]+:(\d+)")
+ADMIN_RE = re.compile(r"admin on http://[^:]+:(\d+)")
 
 
 class BrokerProcess:
@@ -25,11 +26,16 @@ class BrokerProcess:
         self.args = args or []
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
+        self.admin_port = 0
         self.lines: list[str] = []
 
     @property
     def url(self) -> str:
         return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         env = dict(os.environ)
@@ -46,6 +52,9 @@ class BrokerProcess:
                 self.lines.append(line)
                 m = LISTEN_RE.search(line)
                 if m:
+                    a = ADMIN_RE.search(line)
+                    if a:
+                        self.admin_port = int(a.group(1))
                     self.port = int(m.group(1))
                     ready.set()
             ready.set()

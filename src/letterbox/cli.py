@@ -74,19 +74,27 @@ async def _run(config: BrokerConfig) -> None:
 
     service = BrokerService(config)
     await service.start()
+    try:
+        await service.start_admin()
+    except OSError:
+        await service.stop()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     logging.getLogger("letterbox").info(
-        "letterbox %s listening on pulsar://%s:%d, data in %s",
+        "letterbox %s listening on pulsar://%s:%d, admin on http://%s:%d, data in %s",
         service.version,
         config.bind,
         service.port,
+        config.bind,
+        service.admin_port,
         config.data_dir.resolve(),
     )
     await stop.wait()
     logging.getLogger("letterbox").info("shutting down")
+    await service.stop_admin()
     await service.stop()
 
 

@@ -26,6 +26,7 @@ from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.storage.store import Store
 
 if TYPE_CHECKING:
+    from letterbox.admin.server import AdminServer
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.server_cnx import ServerCnx
     from letterbox.config import BrokerConfig
@@ -47,6 +48,10 @@ class BrokerStats:
 
 
 class BrokerService:
+    # the admin HTTP server (started by start_admin(); admin_port is its bound port)
+    admin: AdminServer | None = None
+    admin_port: int = 0
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.version = __version__
@@ -216,3 +221,50 @@ class BrokerService:
         topic.remove_subscription(name)
         if name in topic.ledger.cursors():
             await topic.ledger.delete_cursor(name)
+
+    # --- admin API support --------------------------------------------------
+    async def start_admin(self) -> None:
+        """Start the admin HTTP server on config.bind:config.admin_port (0 = a free port)."""
+        from letterbox.admin.server import AdminServer
+
+        admin = AdminServer(self)
+        await admin.start(self.config.bind, self.config.admin_port)
+        self.admin = admin
+        self.admin_port = admin.port
+
+    async def stop_admin(self) -> None:
+        if self.admin is not None:
+            await self.admin.stop()
+            self.admin = None
+
+    def topic_exists(self, name: TopicName) -> bool:
+        """A non-partitioned topic (or a partition) that is loaded or stored."""
+        key = str(name)
+        if key in self.topics:
+            return True
+        return name.persistent and self.store.get_ledger(key) is not None
+
+    async def delete_topic(self, name: TopicName, force: bool = False) -> None:
+        """Delete a non-partitioned topic (or one partition) and its stored entries and cursors.
+        Refused with NotAllowed while clients are connected, unless `force` closes them."""
+        key = str(name)
+        topic = self.topics.get(key)
+        if topic is not None:
+            if topic.client_count() and not force:
+                raise NotAllowed(f"Topic {name} has active producers or consumers")
+            topic.close_clients()
+            self.topics.pop(key, None)
+        if name.persistent:
+            await self.store.delete_ledger(key)
+
+    async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:
+        n = self.partitions_of(name)
+        parts = [name.partition(i) for i in range(n)]
+        if not force:
+            for part in parts:
+                topic = self.topics.get(str(part))
+                if topic is not None and topic.client_count():
+                    raise NotAllowed(f"Partition {part} has active producers or consumers")
+        for part in parts:
+            await self.delete_topic(part, force=True)
+        await self.store.put_metadata(PARTITIONS_KEY + str(name), None)

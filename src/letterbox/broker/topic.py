@@ -80,6 +80,28 @@ class Topic:
                 fut.set_result(None)
 
 
+    # --- admin ---------------------------------------------------------------
+    def client_count(self) -> int:
+        """Connected producers plus consumers (the admin API refuses to delete a busy topic)."""
+        subs = getattr(self, "subscriptions", {})
+        return len(self.producers) + sum(len(s.consumers) for s in subs.values())
+
+    def close_clients(self) -> None:
+        """Admin force-delete: tell every producer and consumer to go away and detach them."""
+        from letterbox.protocol import commands
+
+        for producer in list(self.producers):
+            producer.cnx.write(commands.close_producer(producer.producer_id))
+            producer.cnx.producers.pop(producer.producer_id, None)
+            self.remove_producer(producer)
+        subs = getattr(self, "subscriptions", {})
+        for sub in list(subs.values()):
+            for consumer in list(sub.consumers):
+                consumer.cnx.write(commands.close_consumer(consumer.consumer_id))
+                consumer.cnx.consumers.pop(consumer.consumer_id, None)
+                self.service.detach_consumer(consumer)
+
+
 class PersistentTopic(Topic):
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)

@@ -1,0 +1,299 @@
+# Topic statistics in the shape of Pulsar's TopicStats / PartitionedTopicStats /
+# PersistentTopicInternalStats. Counters come from the broker objects; rates
+# are computed by StatsTracker from counter samples taken once a second over a
+# sliding one-minute window. Out counters live on consumers, which disappear
+# when they disconnect: the tracker remembers every consumer it has seen and
+# folds a departed consumer's final count into its subscription's total.
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from letterbox.broker.consumer import SUB_TYPE_NAMES
+from letterbox.broker.producer import ACCESS_MODE_NAMES
+from letterbox.broker.topic import NonPersistentTopic, PersistentTopic, Topic
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.service import BrokerService
+
+WINDOW_SECONDS = 60.0
+Key = tuple[str, ...]
+
+
+class StatsTracker:
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self._samples: dict[Key, deque[tuple[float, int]]] = {}
+        self._seen: dict[Key, dict[int, Consumer]] = {}  # (topic, sub) -> consumers seen
+        self._departed: dict[Key, int] = {}  # (topic, sub) -> msg_out of departed consumers
+
+    # --- counters ------------------------------------------------------------
+    def sub_msg_out(self, topic: str, sub_name: str, consumers: list[Consumer]) -> int:
+        key = (topic, sub_name)
+        seen = self._seen.setdefault(key, {})
+        current = {id(c): c for c in consumers}
+        for cid, c in list(seen.items()):
+            if cid not in current:
+                self._departed[key] = self._departed.get(key, 0) + c.msg_out
+                del seen[cid]
+        seen.update(current)
+        return self._departed.get(key, 0) + sum(c.msg_out for c in consumers)
+
+    def counters(self) -> dict[Key, int]:
+        """Every counter a rate is reported for, keyed by what it counts."""
+        out: dict[Key, int] = {}
+        for tname, topic in list(self.service.topics.items()):
+            out[("in", tname)] = topic.msg_in
+            out[("bin", tname)] = topic.bytes_in
+            total_out = 0
+            for sname, sub in _subscriptions(topic).items():
+                n = self.sub_msg_out(tname, sname, sub.consumers)
+                total_out += n
+                out[("out", tname, sname)] = n
+                out[("redeliver", tname, sname)] = getattr(sub, "msg_redelivered", 0)
+                for c in sub.consumers:
+                    out[("cout", tname, sname, str(id(c)))] = c.msg_out
+            out[("out", tname)] = total_out
+            for p in topic.producers:
+                out[("pin", tname, str(id(p)))] = p.msg_in
+                out[("pbin", tname, str(id(p)))] = p.bytes_in
+        return out
+
+    def sample(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        values = self.counters()
+        for key, value in values.items():
+            dq = self._samples.get(key)
+            if dq is None:
+                dq = self._samples[key] = deque()
+            dq.append((now, value))
+            while len(dq) > 1 and now - dq[0][0] > WINDOW_SECONDS:
+                dq.popleft()
+        for key in [k for k in self._samples if k not in values]:
+            del self._samples[key]
+
+    def rate(self, *key: str) -> float:
+        dq = self._samples.get(key)
+        if not dq or len(dq) < 2:
+            return 0.0
+        (t0, v0), (t1, v1) = dq[0], dq[-1]
+        if t1 <= t0:
+            return 0.0
+        return max(0.0, (v1 - v0) / (t1 - t0))
+
+    # --- TopicStats ------------------------------------------------------------
+    def topic_stats(self, topic: Topic) -> dict[str, Any]:
+        tname = str(topic.name)
+        avg = topic.bytes_in / topic.msg_in if topic.msg_in else 0.0
+        subs: dict[str, Any] = {}
+        for sname, sub in _subscriptions(topic).items():
+            subs[sname] = self._subscription_stats(tname, sname, sub, avg)
+        msg_out = sum(int(s["msgOutCounter"]) for s in subs.values())
+        rate_in = self.rate("in", tname)
+        storage = topic.ledger.size_bytes() if isinstance(topic, PersistentTopic) else 0
+        return {
+            "msgRateIn": rate_in,
+            "msgThroughputIn": self.rate("bin", tname),
+            "msgRateOut": self.rate("out", tname),
+            "msgThroughputOut": self.rate("out", tname) * avg,
+            "bytesInCounter": topic.bytes_in,
+            "msgInCounter": topic.msg_in,
+            "bytesOutCounter": int(msg_out * avg),
+            "msgOutCounter": msg_out,
+            "averageMsgSize": avg,
+            "msgChunkPublished": False,
+            "storageSize": storage,
+            "backlogSize": _backlog_size(topic),
+            "offloadedStorageSize": 0,
+            "publishers": [self._publisher_stats(tname, p) for p in topic.producers],
+            "waitingPublishers": 0,
+            "subscriptions": subs,
+            "replication": {},
+            "deduplicationStatus": "Enabled" if self.service.config.deduplication_enabled else "Disabled",
+            "nonContiguousDeletedMessagesRanges": sum(
+                int(s.get("nonContiguousDeletedMessagesRanges", 0)) for s in subs.values()
+            ),
+        }
+
+    def _publisher_stats(self, tname: str, p: Any) -> dict[str, Any]:
+        pid = str(id(p))
+        return {
+            "accessMode": ACCESS_MODE_NAMES.get(p.access_mode, "Shared"),
+            "msgRateIn": self.rate("pin", tname, pid),
+            "msgThroughputIn": self.rate("pbin", tname, pid),
+            "averageMsgSize": p.bytes_in / p.msg_in if p.msg_in else 0.0,
+            "producerId": p.producer_id,
+            "producerName": p.name,
+            "address": p.cnx.remote,
+            "metadata": dict(p.metadata),
+        }
+
+    def _subscription_stats(self, tname: str, sname: str, sub: Any, avg: float) -> dict[str, Any]:
+        consumers: list[Consumer] = list(sub.consumers)
+        msg_out = self.sub_msg_out(tname, sname, consumers)
+        rate_out = self.rate("out", tname, sname)
+        durable = bool(getattr(sub, "durable", False))
+        backlog = sub.backlog() if hasattr(sub, "backlog") else 0
+        delayed = sub.delayed_count() if hasattr(sub, "delayed_count") else 0
+        ranges = getattr(sub.cursor, "individually_acked_ranges", None) if hasattr(sub, "cursor") else None
+        active = None
+        dispatcher = getattr(sub, "dispatcher", None)
+        if dispatcher is not None and getattr(dispatcher, "active", None) is not None:
+            active = dispatcher.active.name
+        return {
+            "msgRateOut": rate_out,
+            "msgThroughputOut": rate_out * avg,
+            "bytesOutCounter": int(msg_out * avg),
+            "msgOutCounter": msg_out,
+            "msgRateRedeliver": self.rate("redeliver", tname, sname),
+            "msgBacklog": backlog,
+            "backlogSize": int(backlog * avg),
+            "msgBacklogNoDelayed": max(0, backlog - delayed),
+            "blockedSubscriptionOnUnackedMsgs": False,
+            "msgDelayed": delayed,
+            "unackedMessages": sum(sum(c.pending.values()) for c in consumers),
+            "type": SUB_TYPE_NAMES.get(sub.sub_type if sub.sub_type is not None else 0, "Exclusive"),
+            "activeConsumerName": active,
+            "msgRateExpired": 0.0,
+            "totalMsgExpired": 0,
+            "consumers": [self._consumer_stats(tname, sname, c, avg) for c in consumers],
+            "isDurable": durable,
+            "isReplicated": False,
+            "nonContiguousDeletedMessagesRanges": len(ranges()) if callable(ranges) else 0,
+        }
+
+    def _consumer_stats(self, tname: str, sname: str, c: Consumer, avg: float) -> dict[str, Any]:
+        rate = self.rate("cout", tname, sname, str(id(c)))
+        return {
+            "msgRateOut": rate,
+            "msgThroughputOut": rate * avg,
+            "bytesOutCounter": int(c.msg_out * avg),
+            "msgOutCounter": c.msg_out,
+            "msgRateRedeliver": 0.0,
+            "consumerName": c.name,
+            "availablePermits": c.permits,
+            "unackedMessages": sum(c.pending.values()),
+            "blockedConsumerOnUnackedMsgs": False,
+            "address": c.cnx.remote,
+            "metadata": dict(c.metadata),
+        }
+
+    # --- PartitionedTopicStats -------------------------------------------------
+    def partitioned_stats(self, partitions: dict[str, dict[str, Any]], per_partition: bool) -> dict[str, Any]:
+        total: dict[str, Any] = {}
+        for stats in partitions.values():
+            for field, value in stats.items():
+                if field == "publishers":
+                    total.setdefault(field, []).extend(value)
+                elif field == "subscriptions":
+                    merged = total.setdefault(field, {})
+                    for sname, sub in value.items():
+                        merged[sname] = _merge_sub(merged.get(sname), sub)
+                elif isinstance(value, bool) or not isinstance(value, int | float):
+                    total.setdefault(field, value)
+                else:
+                    total[field] = total.get(field, 0) + value
+        total.setdefault("publishers", [])
+        total.setdefault("subscriptions", {})
+        msg_in = total.get("msgInCounter", 0)
+        total["averageMsgSize"] = total.get("bytesInCounter", 0) / msg_in if msg_in else 0.0
+        total["metadata"] = {"partitions": len(partitions)}
+        total["partitions"] = partitions if per_partition else {}
+        return total
+
+
+def empty_topic_stats() -> dict[str, Any]:
+    """Stats of a partition that was never created (nothing published, no subscriptions)."""
+    return {
+        "msgRateIn": 0.0, "msgThroughputIn": 0.0, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
+        "bytesInCounter": 0, "msgInCounter": 0, "bytesOutCounter": 0, "msgOutCounter": 0,
+        "averageMsgSize": 0.0, "msgChunkPublished": False, "storageSize": 0, "backlogSize": 0,
+        "offloadedStorageSize": 0, "publishers": [], "waitingPublishers": 0, "subscriptions": {},
+        "replication": {}, "deduplicationStatus": "Disabled", "nonContiguousDeletedMessagesRanges": 0,
+    }
+
+
+def _merge_sub(into: dict[str, Any] | None, sub: dict[str, Any]) -> dict[str, Any]:
+    if into is None:
+        out = dict(sub)
+        out["consumers"] = list(sub["consumers"])
+        return out
+    for field, value in sub.items():
+        if field == "consumers":
+            into["consumers"] = into["consumers"] + list(value)
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            if into.get(field) is None:
+                into[field] = value
+        else:
+            into[field] = into.get(field, 0) + value
+    return into
+
+
+def _subscriptions(topic: Topic) -> dict[str, Any]:
+    if isinstance(topic, PersistentTopic | NonPersistentTopic):
+        return dict(topic.subscriptions)
+    return {}
+
+
+def _backlog_size(topic: Topic) -> int:
+    """Estimated bytes not yet acknowledged by the slowest durable subscription."""
+    if not isinstance(topic, PersistentTopic):
+        return 0
+    ledger = topic.ledger
+    stored = ledger.last_confirmed.entry_id - ledger.first_position.entry_id + 1
+    durable = [s for s in topic.subscriptions.values() if s.durable]
+    if stored <= 0 or not durable:
+        return 0
+    slowest = min(s.cursor.mark_delete.entry_id for s in durable)
+    pending = ledger.last_confirmed.entry_id - max(slowest, ledger.first_position.entry_id - 1)
+    return int(ledger.size_bytes() * max(0, pending) / stored)
+
+
+def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
+    ledger = topic.ledger
+    lid = ledger.ledger_id
+    first, lc = ledger.first_position.entry_id, ledger.last_confirmed.entry_id
+    entries = max(0, lc - first + 1)
+    cursors: dict[str, Any] = {}
+    for name, sub in topic.subscriptions.items():
+        md = sub.cursor.mark_delete.entry_id
+        ranges_fn = getattr(sub.cursor, "individually_acked_ranges", None)
+        ranges: list[tuple[int, int]] = ranges_fn() if callable(ranges_fn) else []
+        cursors[name] = {
+            "markDeletePosition": f"{lid}:{md}",
+            "readPosition": f"{lid}:{sub.read_position}",
+            "waitingReadOp": False,
+            "pendingReadOps": 0,
+            "messagesConsumedCounter": ledger.next_entry_id - sub.backlog(),
+            "cursorLedger": -1,
+            "cursorLedgerLastEntry": -1,
+            "individuallyDeletedMessages": "["
+            + ", ".join(f"({lid}:{s - 1}..{lid}:{e}]" for s, e in ranges)
+            + "]",
+            "lastLedgerSwitchTimestamp": "",
+            "state": "Open",
+            "active": bool(sub.consumers),
+            "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - md),
+            "totalNonContiguousDeletedMessagesRange": len(ranges),
+            "properties": dict(getattr(sub.cursor, "properties", {})),
+            "durable": sub.durable,
+        }
+    return {
+        "entriesAddedCounter": ledger.next_entry_id,
+        "numberOfEntries": entries,
+        "totalSize": ledger.size_bytes(),
+        "currentLedgerEntries": entries,
+        "currentLedgerSize": ledger.size_bytes(),
+        "lastLedgerCreatedTimestamp": "",
+        "waitingCursorsCount": 0,
+        "pendingAddEntriesCount": max(0, ledger.next_entry_id - lc - 1),
+        "lastConfirmedEntry": f"{lid}:{lc}",
+        "state": "LedgerOpened",
+        "ledgers": [
+            {"ledgerId": lid, "entries": entries, "size": ledger.size_bytes(), "offloaded": False,
+             "underReplicated": False}
+        ],
+        "cursors": cursors,
+    }

@@ -1,0 +1,23 @@
+"""A tiny urllib client for the admin API: returns (status, parsed JSON or text)."""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def call(base: str, method: str, path: str, body: str | None = None) -> tuple[int, Any]:
+    data = body.encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            status, raw, ctype = resp.status, resp.read(), resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        status, raw, ctype = exc.code, exc.read(), exc.headers.get("Content-Type", "")
+    text = raw.decode()
+    if "json" in ctype and text:
+        return status, json.loads(text)
+    return status, text
