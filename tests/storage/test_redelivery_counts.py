@@ -33,3 +33,19 @@ def test_counts_persist_and_vanish_on_ack(tmp_path: Path) -> None:
         assert c.redelivery_count(0) == 0
 
     run_with_store(tmp_path, reopen)
+
+
+def test_batch_mask_acks_merge_and_complete(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await led.append(b"batch", 130, 1000)
+        c = led.open_cursor("s", "earliest")
+        assert not c.ack_batch_mask(0, 130, 0b1011)
+        assert c.acked_indexes(0) == frozenset({0, 1, 3})
+        assert not c.ack_batch_mask(0, 130, 1 << 129)
+        assert c.batch_ack_set(0) is not None
+        rest = ((1 << 130) - 1) & ~(0b1011 | 1 << 129)
+        assert c.ack_batch_mask(0, 130, rest)
+        assert c.is_acked(0) and c.batch_ack_set(0) is None
+
+    run_with_store(tmp_path, body)

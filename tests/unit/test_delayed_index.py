@@ -38,17 +38,35 @@ def test_never_pops_before_due_and_returns_ledger_order() -> None:
     assert len(t) == 0 and t.next_due_ms() is None
 
 
-def test_already_due_is_refused_and_adds_land_in_the_head() -> None:
+def test_already_due_is_refused_and_next_due_is_never_late() -> None:
     clock = Clock()
     t = DelayedDeliveryTracker(clock)
     assert not t.add(1, clock.now)
     assert t.add(2, clock.now + 500)
-    assert t.next_due_ms() == clock.now + 500  # promotes the first bucket
-    assert t.add(3, clock.now + 100)  # earlier, same bucket: goes into the head list
-    assert t.next_due_ms() == clock.now + 100
+    nxt = t.next_due_ms()
+    assert nxt is not None and nxt <= clock.now + 500  # a bucket start at worst
+    assert t.add(3, clock.now + 100)
+    nxt = t.next_due_ms()
+    assert nxt is not None and nxt <= clock.now + 100
     assert t.pop_due(clock.now + 100) == [3]
     assert t.pop_due(clock.now + 499) == []
+    assert t.next_due_ms() == clock.now + 500  # its bucket is open now: exact
     assert t.pop_due(clock.now + 500, limit=5) == [2]
+
+
+def test_entries_due_in_one_second_stay_compact_until_due() -> None:
+    clock = Clock()
+    t = DelayedDeliveryTracker(clock)
+    due = (clock.now // 1000 + 10) * 1000  # one second, ten seconds from now
+    tracemalloc.start()
+    for eid in range(200_000):
+        t.add(eid, due + eid % 1000)
+        t.next_due_ms()  # the broker asks after every add
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, f"{peak / 1e6:.1f} MB for 200k entries"
+    clock.now = due + 999
+    assert len(t.pop_due()) == 200_000
 
 
 def test_limit_and_clear() -> None:

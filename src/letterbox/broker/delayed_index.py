@@ -2,12 +2,13 @@
 # delivery (`deliver_at_time`) and broker-side redelivery backoff (Pulsar's
 # InMemoryDelayedDeliveryTracker, built compactly). Entries are grouped in
 # one-second buckets; a bucket is two flat int64 arrays (times, entry ids), so
-# a million pending entries cost ~16 MB rather than a Python object each. The
-# earliest bucket is unpacked into a sorted list when it becomes due, so
-# popping k due entries costs O(k).
+# a million pending entries cost ~16 MB rather than a Python object each. A
+# bucket is unpacked into a sorted list only once its second has begun, so
+# popping k due entries costs O(k) and entries due later stay compact.
 # Invariants: an entry is returned by pop_due only once its time has passed;
 # every tracked entry is either in the head list (at or after `_pos`) or in
-# exactly one bucket whose key is in `_heap`.
+# exactly one bucket whose key is in `_heap`; every bucket key in `_heap` is
+# greater than `_head_key`.
 from __future__ import annotations
 
 import bisect
@@ -54,34 +55,40 @@ class DelayedDeliveryTracker:
         self._n += 1
         return True
 
-    def _promote(self) -> bool:
-        """Make sure the head list holds the earliest pending entries; False if empty."""
-        while self._pos >= len(self._head):
-            if not self._heap:
-                self._head, self._pos = [], 0
-                return False
+    def _promote(self, now: int) -> None:
+        """Unpack due buckets into the head list. A bucket is unpacked only once its
+        second has begun, so entries due later stay in the compact arrays."""
+        while self._pos >= len(self._head) and self._heap and self._heap[0] * BUCKET_MS <= now:
             key = heapq.heappop(self._heap)
             times, ids = self._buckets.pop(key)
             self._head = sorted(zip(times, ids, strict=True))
             self._head_key = key
             self._pos = 0
-        return True
 
     def next_due_ms(self) -> int | None:
-        return self._head[self._pos][0] if self._promote() else None
+        """When to look again: the earliest due time, or the start of the earliest
+        bucket not unpacked yet (never later than the earliest due time)."""
+        if self._pos < len(self._head):
+            return self._head[self._pos][0]
+        return self._heap[0] * BUCKET_MS if self._heap else None
 
     def pop_due(self, now_ms: int | None = None, limit: int | None = None) -> list[int]:
         """Entry ids whose time has come, in entry (ledger) order."""
         now = self._clock() if now_ms is None else now_ms
         out: list[int] = []
-        while self._promote() and (limit is None or len(out) < limit):
+        while limit is None or len(out) < limit:
+            self._promote(now)
+            if self._pos >= len(self._head):
+                break
             at, eid = self._head[self._pos]
             if at > now:
                 break
             out.append(eid)
             self._pos += 1
         self._n -= len(out)
-        if self._pos > 4096 and self._pos * 2 > len(self._head):
+        if self._pos >= len(self._head):
+            self._head, self._pos = [], 0
+        elif self._pos > 4096 and self._pos * 2 > len(self._head):
             del self._head[: self._pos]
             self._pos = 0
         out.sort()

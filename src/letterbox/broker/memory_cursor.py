@@ -56,6 +56,9 @@ class MemoryCursor:
             return True
         return False
 
+    def ack_batch_mask(self, entry_id: int, batch_size: int, acked_mask: int) -> bool:
+        return self.ack_batch_indexes(entry_id, batch_size, [i for i in range(batch_size) if acked_mask >> i & 1])
+
     def batch_ack_set(self, entry_id: int) -> list[int] | None:
         done = self._batches.get(entry_id)
         if not done:

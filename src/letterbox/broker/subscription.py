@@ -53,6 +53,7 @@ class Cursor(Protocol):
     def is_acked(self, entry_id: int) -> bool: ...
     def ack(self, entry_ids: list[int]) -> None: ...
     def ack_batch_indexes(self, entry_id: int, batch_size: int, acked_indexes: list[int]) -> bool: ...
+    def ack_batch_mask(self, entry_id: int, batch_size: int, acked_mask: int) -> bool: ...
     def batch_ack_set(self, entry_id: int) -> list[int] | None: ...
     def ack_cumulative(self, entry_id: int) -> None: ...
     def reset(self, next_entry_id: int) -> None: ...
@@ -155,8 +156,7 @@ class Subscription:
         for entry_id, ack_set in items:
             if ack_set:
                 size = self._batch_size(consumer, entry_id)
-                acked = [i for i in range(size) if not _bit(ack_set, i)]
-                if size and self.cursor.ack_batch_indexes(entry_id, size, acked):
+                if size and self.cursor.ack_batch_mask(entry_id, size, _acked_mask(ack_set, size)):
                     self._drop_pending(consumer, entry_id)
             else:
                 plain.append(entry_id)
@@ -173,8 +173,7 @@ class Subscription:
         if ack_set:
             upto = entry_id - 1
             size = self._batch_size(consumer, entry_id)
-            acked = [i for i in range(size) if not _bit(ack_set, i)]
-            if size and self.cursor.ack_batch_indexes(entry_id, size, acked):
+            if size and self.cursor.ack_batch_mask(entry_id, size, _acked_mask(ack_set, size)):
                 upto = entry_id
         if upto > self.cursor.mark_delete.entry_id:
             self.cursor.ack_cumulative(upto)
@@ -483,6 +482,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _bit(words: list[int], i: int) -> bool:
-    w = i >> 6
-    return w < len(words) and (words[w] >> (i & 63)) & 1 == 1
+def _acked_mask(words: list[int], size: int) -> int:
+    """An ack's ack_set has a bit SET for each index still unacked (java.util.BitSet
+    long words); return the mask of acked indexes instead."""
+    unacked = 0
+    for i, w in enumerate(words):
+        unacked |= (w & 0xFFFF_FFFF_FFFF_FFFF) << (64 * i)
+    return ((1 << size) - 1) & ~unacked

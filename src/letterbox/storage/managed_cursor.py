@@ -117,6 +117,21 @@ class ManagedCursor:
         self._touch()
         return False
 
+    def ack_batch_mask(self, entry_id: int, batch_size: int, acked_mask: int) -> bool:
+        """Like ack_batch_indexes, with the acked indexes as a bit mask (bit i = index i)."""
+        if self.is_acked(entry_id):
+            return True
+        size, mask = self._batches.get(entry_id, (batch_size, 0))
+        full = (1 << size) - 1
+        mask |= acked_mask & full
+        if mask == full:
+            self.ack((entry_id,))
+            return True
+        if self._batches.get(entry_id) != (size, mask):
+            self._batches[entry_id] = (size, mask)
+            self._touch()
+        return False
+
     def ack_cumulative(self, entry_id: int) -> None:
         if entry_id <= self._md:
             return
