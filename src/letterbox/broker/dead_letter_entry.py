@@ -10,28 +10,10 @@ from collections.abc import Mapping
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
+from letterbox.message_properties import ORIGIN_MESSAGE_ID, ORIGIN_PUBLISH_TIME, origin_message_id
 from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
 from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import NONE, decompress
-
-REAL_TOPIC = "REAL_TOPIC"
-ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-DEAD_LETTER_REASON = "DEAD_LETTER_REASON"
-DEAD_LETTER_TIME = "DEAD_LETTER_TIME"
-DEAD_LETTER_SUBSCRIPTION = "DEAD_LETTER_SUBSCRIPTION"
-DEAD_LETTER_DESCRIPTION = "DEAD_LETTER_DESCRIPTION"
-DELIVERY_COUNT = "DELIVERY_COUNT"
-FIRST_DELIVERY_TIME = "FIRST_DELIVERY_TIME"
-LAST_DELIVERY_TIME = "LAST_DELIVERY_TIME"
-ORIGIN_PUBLISH_TIME = "ORIGIN_PUBLISH_TIME"
-
-REASON_MAX_REDELIVERIES = "max-redeliveries"
-REASON_TERMINATED = "terminated"
-REASON_EXPIRED = "expired"
-
-
-def origin_message_id(ledger_id: int, entry_id: int, partition: int, batch_index: int) -> str:
-    return f"{ledger_id}:{entry_id}:{partition}:{batch_index}"
 
 
 def build_dead_letter_entry(

@@ -11,7 +11,10 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from letterbox.broker.dead_letter_entry import (
+from letterbox.broker.dead_letter_entry import build_dead_letter_entry
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import NotAllowed
+from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
     DEAD_LETTER_SUBSCRIPTION,
@@ -21,10 +24,7 @@ from letterbox.broker.dead_letter_entry import (
     LAST_DELIVERY_TIME,
     REAL_TOPIC,
     REASON_MAX_REDELIVERIES,
-    build_dead_letter_entry,
 )
-from letterbox.broker.topic_name import TopicName
-from letterbox.errors import NotAllowed
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.storage.ops import WriteOp
 

@@ -16,7 +16,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from letterbox.broker.dead_letter_entry import REASON_MAX_REDELIVERIES
 from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.delayed_index import DelayedDeliveryTracker
 from letterbox.broker.dispatchers import (
@@ -31,6 +30,7 @@ from letterbox.broker.dispatchers import (
 )
 from letterbox.broker.redelivery_policy import SubscriptionPolicy
 from letterbox.errors import ConsumerBusy, NotAllowed
+from letterbox.message_properties import REASON_MAX_REDELIVERIES
 from letterbox.protocol import parse_entry_metadata
 
 if TYPE_CHECKING:
