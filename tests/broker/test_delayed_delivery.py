@@ -22,7 +22,8 @@ def test_deliver_after_is_never_early(client: pulsar.Client, kind: pulsar.Consum
     topic = topic_name()
     consumer = client.subscribe(topic, "d", consumer_type=kind, initial_position=pulsar.InitialPosition.Earliest)
     producer = client.create_producer(topic)
-    sent_at = time.time() * 1000
+    # The client stamps deliver_at in whole milliseconds read after this point.
+    sent_at = float(int(time.time() * 1000))
     producer.send(b"later", deliver_after=timedelta(seconds=2), partition_key="k")
     producer.send(b"now", partition_key="k")
     first = consumer.receive(10_000)
@@ -32,6 +33,7 @@ def test_deliver_after_is_never_early(client: pulsar.Client, kind: pulsar.Consum
     got_at = time.time() * 1000
     assert msg.data() == b"later"
     assert got_at >= sent_at + 2000
+    assert msg.publish_timestamp() + 2000 <= got_at
     assert got_at <= sent_at + 2000 + 500
     consumer.acknowledge(msg)
     consumer.close()
