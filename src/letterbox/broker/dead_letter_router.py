@@ -11,7 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from letterbox.broker.dead_letter_entry import build_dead_letter_entry
+from letterbox.broker.moved_entry import build_moved_entry
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
 from letterbox.message_properties import (
@@ -78,7 +78,6 @@ async def move_to_dead_letter(
             continue
         first, last = sub.delivery_times(eid)
         extra = {
-            REAL_TOPIC: str(source.name),
             DEAD_LETTER_REASON: reason,
             DEAD_LETTER_TIME: str(now),
             DEAD_LETTER_SUBSCRIPTION: sub.name,
@@ -91,12 +90,13 @@ async def move_to_dead_letter(
         if description:
             extra[DEAD_LETTER_DESCRIPTION] = description
         acked_indexes = cursor.acked_indexes(eid)
-        built = build_dead_letter_entry(
+        built = build_moved_entry(
             entry.data,
             ledger_id=entry.position.ledger_id,
             entry_id=eid,
             partition=source.name.partition_index,
             extra=extra,
+            keep_if_present={REAL_TOPIC: str(source.name)},
             skip_indexes=acked_indexes,
             producer_name=producer_name,
             sequence_id=target.ledger.next_entry_id,

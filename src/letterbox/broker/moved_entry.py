@@ -1,9 +1,12 @@
-# Building the entry that lands in a dead letter topic. The original's payload,
-# key, ordering key, properties, event time and schema version are kept; the
-# broker adds REAL_TOPIC and ORIGIN_MESSAGE_ID (the seeds' names, id written
-# `ledger:entry:partition:batchIndex`) and its own record of why and when.
-# A batch is reopened (decompressed if needed) so that messages already
-# acknowledged in it are left out and every message carries the properties.
+# Building the entry that a message becomes when the broker moves it to another
+# topic (a dead letter topic, a retry topic, back from a DLQ). The original's
+# payload, key, ordering key, properties, event time and schema version are
+# kept; ORIGIN_MESSAGE_ID (written `ledger:entry:partition:batchIndex`) and
+# ORIGIN_PUBLISH_TIME are added unless the message already carries them (a
+# message moved twice keeps its first origin), then the caller's properties
+# are laid over. A batch is reopened (decompressed if needed) so that messages
+# left out (already acknowledged, or not the one being moved) are dropped and
+# every message carries the properties.
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,7 +19,7 @@ from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import NONE, decompress
 
 
-def build_dead_letter_entry(
+def build_moved_entry(
     data: bytes,
     *,
     ledger_id: int,
@@ -27,8 +30,11 @@ def build_dead_letter_entry(
     producer_name: str,
     sequence_id: int,
     publish_time: int,
+    keep_if_present: Mapping[str, str] | None = None,
+    deliver_at: int | None = None,
 ) -> tuple[bytes, int] | None:
-    """Return (headers_and_payload, message count) for the DLQ, or None if nothing is left."""
+    """Return (headers_and_payload, message count) for the target topic, or None if
+    nothing is left. `keep_if_present` are set only where the message has no value."""
     parsed = parse_headers_and_payload(data)
     meta = pb.MessageMetadata()
     meta.CopyFrom(parsed.metadata)
@@ -38,12 +44,16 @@ def build_dead_letter_entry(
     meta.publish_time = publish_time
     meta.ClearField("replicated_from")
     meta.ClearField("deliver_at_time")
+    if deliver_at is not None:
+        meta.deliver_at_time = deliver_at
 
     def stamp(props: RepeatedCompositeFieldContainer[pb.KeyValue], batch_index: int) -> None:
         kv = {p.key: p.value for p in props}
+        kv.setdefault(ORIGIN_MESSAGE_ID, origin_message_id(ledger_id, entry_id, partition, batch_index))
+        kv.setdefault(ORIGIN_PUBLISH_TIME, str(original_publish))
+        for k, v in (keep_if_present or {}).items():
+            kv.setdefault(k, v)
         kv.update(extra)
-        kv[ORIGIN_MESSAGE_ID] = origin_message_id(ledger_id, entry_id, partition, batch_index)
-        kv[ORIGIN_PUBLISH_TIME] = str(original_publish)
         del props[:]
         for k, v in kv.items():
             props.add(key=k, value=v)

@@ -199,10 +199,15 @@ class Subscription:
             n = entry.num_messages if entry is not None else 0
         return n
 
-    def _drop_pending(self, consumer: Consumer, entry_id: int) -> None:
+    def settle_acknowledged(self, entry_id: int) -> None:
+        """An entry acknowledged outside a consumer's ACK (a broker-side move): forget it."""
+        self._drop_pending(None, entry_id)
+        self._after_ack()
+
+    def _drop_pending(self, consumer: Consumer | None, entry_id: int) -> None:
         if self._deliveries:
             self._deliveries.pop(entry_id, None)
-        if consumer.pending.pop(entry_id, None) is not None:
+        if consumer is not None and consumer.pending.pop(entry_id, None) is not None:
             return
         for c in self.consumers:
             if c.pending.pop(entry_id, None) is not None:

@@ -1,0 +1,135 @@
+# Moving one message of a subscription to another topic, atomically: the
+# append to the target and the acknowledgement in the source subscription are
+# one storage transaction. This is what `reconsume_later` (to a retry topic,
+# with a delay) and `terminate` (to the dead letter topic) of the Python client
+# additions stand on, through the admin API: a client that dies before the
+# move leaves the message unacknowledged (it is redelivered), one that dies
+# after it finds the move done, and a move asked twice for the same message
+# moves nothing the second time (the message is already acknowledged). So the
+# retry and dead letter topics never get a message twice for one delivery.
+# Only the one message (batch index) is moved and acknowledged; its siblings
+# in a batch stay where they are.
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from letterbox.broker.moved_entry import build_moved_entry
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.message_properties import (
+    DEAD_LETTER_DESCRIPTION,
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_SUBSCRIPTION,
+    DEAD_LETTER_TIME,
+    DELIVERY_COUNT,
+    REAL_TOPIC,
+    origin_message_id,
+)
+from letterbox.storage.managed_cursor import ManagedCursor
+
+if TYPE_CHECKING:
+    from letterbox.broker.subscription import Subscription
+
+log = logging.getLogger("letterbox.move")
+
+MAX_DELAY_MS = 864_000_000  # the seeds' delayed-delivery ceiling, 864,000 s
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    entry_id: int
+    batch_index: int  # -1 for a message outside a batch
+    target: TopicName
+    properties: Mapping[str, str]
+    deliver_after_ms: int = 0
+    dead_letter_reason: str | None = None
+    description: str | None = None
+    initial_subscription: str | None = None
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    moved: bool
+    message_id: str | None = None  # the message's id in the target topic
+
+
+async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
+    """Append message `req.entry_id`/`req.batch_index` of `sub` to `req.target` and
+    acknowledge it in `sub`, in one transaction. An acknowledged message is not moved."""
+    from letterbox.broker.topic import PersistentTopic
+
+    source: PersistentTopic = sub.topic
+    service = source.service
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        raise NotAllowed("only durable subscriptions can move messages")
+    if not req.target.persistent:
+        raise NotAllowed(f"target topic {req.target} must be persistent")
+    if req.target == source.name:
+        raise NotAllowed("a message cannot be moved to the topic it is on")
+    if not 0 <= req.deliver_after_ms <= MAX_DELAY_MS:
+        raise NotAllowed(f"deliverAfterMs must be between 0 and {MAX_DELAY_MS}")
+    eid = req.entry_id
+    if eid >= source.ledger.next_entry_id or eid < 0:
+        raise TopicNotFound(f"message {eid} does not exist on {source.name}")
+    if cursor.is_acked(eid) or req.batch_index in cursor.acked_indexes(eid):
+        return MoveResult(moved=False)
+    entry = source.ledger.read_entry(eid)
+    if entry is None:
+        raise TopicNotFound(f"message {eid} of {source.name} is no longer stored")
+    size = entry.num_messages
+    batched = size > 1 or req.batch_index >= 0
+    if batched and not 0 <= req.batch_index < size:
+        raise NotAllowed(f"batch index {req.batch_index} is outside the batch of {size} message(s)")
+    target = service.get_topic(req.target, create=True)
+    if not isinstance(target, PersistentTopic):
+        raise NotAllowed(f"target topic {req.target} must be persistent")
+    if req.initial_subscription and req.initial_subscription not in target.subscriptions:
+        target.subscription_for(req.initial_subscription, True, "earliest", None)
+
+    now = int(time.time() * 1000)
+    extra = dict(req.properties)
+    if req.dead_letter_reason:
+        extra.setdefault(DEAD_LETTER_REASON, req.dead_letter_reason)
+        extra.setdefault(DEAD_LETTER_TIME, str(now))
+        extra.setdefault(DEAD_LETTER_SUBSCRIPTION, sub.name)
+        extra.setdefault(DELIVERY_COUNT, str(cursor.redelivery_count(eid) + 1))
+        if req.description:
+            extra.setdefault(DEAD_LETTER_DESCRIPTION, req.description)
+    skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
+    built = build_moved_entry(
+        entry.data,
+        ledger_id=entry.position.ledger_id,
+        entry_id=eid,
+        partition=source.name.partition_index,
+        extra=extra,
+        keep_if_present={REAL_TOPIC: str(source.name)},
+        skip_indexes=skip,
+        producer_name=f"{source.name}-{sub.name}-letterbox-move",
+        sequence_id=target.ledger.next_entry_id,
+        publish_time=now,
+        deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
+    )
+    if built is None:  # cannot happen: the one message asked for is kept
+        raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
+    data, count = built
+    append = target.ledger._prepare_append(data, count, now)
+    if batched:
+        fully = cursor.ack_batch_mask(eid, size, 1 << req.batch_index)
+    else:
+        cursor.ack([eid])
+        fully = True
+    await service.store.transaction([append, cursor.commit_op()])
+    if fully:
+        sub.settle_acknowledged(eid)
+    if req.dead_letter_reason:
+        service.stats.dead_lettered(req.dead_letter_reason, count)
+    new_id = origin_message_id(
+        append.entry.position.ledger_id, append.entry.position.entry_id, req.target.partition_index, -1
+    )
+    log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)
+    return MoveResult(moved=True, message_id=new_id)
