@@ -49,6 +49,7 @@ class AdminServer:
         # Imported here: the route modules import this one for AdminServer.
         from letterbox.admin import (
             routes_cluster,
+            routes_move,
             routes_subscriptions,
             routes_tenants,
             routes_topics,
@@ -63,6 +64,7 @@ class AdminServer:
         ]
         for register in registrars:
             register(self, app.router)
+        routes_move.add_move_routes(app, self.service)
         return app
 
     async def start(self, host: str, port: int) -> None:
