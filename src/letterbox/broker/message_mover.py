@@ -8,7 +8,9 @@
 # moves nothing the second time (the message is already acknowledged). So the
 # retry and dead letter topics never get a message twice for one delivery.
 # Only the one message (batch index) is moved and acknowledged; its siblings
-# in a batch stay where they are.
+# in a batch stay where they are. The target may be the source topic itself
+# (a retry of a message already on the retry topic): the message is appended
+# anew, with its delay, and the old copy acknowledged.
 from __future__ import annotations
 
 import logging
@@ -69,8 +71,6 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
         raise NotAllowed("only durable subscriptions can move messages")
     if not req.target.persistent:
         raise NotAllowed(f"target topic {req.target} must be persistent")
-    if req.target == source.name:
-        raise NotAllowed("a message cannot be moved to the topic it is on")
     if not 0 <= req.deliver_after_ms <= MAX_DELAY_MS:
         raise NotAllowed(f"deliverAfterMs must be between 0 and {MAX_DELAY_MS}")
     eid = req.entry_id

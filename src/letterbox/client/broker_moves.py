@@ -1,0 +1,114 @@
+# The client side of the broker's atomic move (admin extension
+# `.../subscription/{sub}/letterbox/move`, docs/admin.md): one HTTP call moves
+# a message to the retry or dead letter topic and acknowledges it in the
+# subscription in one storage transaction. The call is idempotent (a message
+# already acknowledged is not moved again), so a lost response or a refused
+# connection is retried a few times before giving up.
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from letterbox.broker.topic_name import TopicName
+
+ATTEMPTS = 4
+HTTP_TIMEOUT = 30.0
+
+
+class BrokerMoveError(RuntimeError):
+    """The broker refused or could not perform a move; the message was not moved."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Move:
+    topic: str  # the topic (partition) the message was received from
+    subscription: str
+    message_id: str  # ledger:entry:partition:batchIndex
+    target: str
+    properties: Mapping[str, str]
+    deliver_after_ms: int = 0
+    dead_letter_reason: str | None = None
+    description: str | None = None
+    initial_subscription: str | None = None
+
+
+class BrokerMoves:
+    """A keep-alive HTTP connection to one broker's admin API, safe to share across threads."""
+
+    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT) -> None:
+        parsed = urllib.parse.urlsplit(admin_url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
+        self._https = parsed.scheme == "https"
+        self._host = parsed.hostname
+        self._port = parsed.port or (443 if self._https else 80)
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: http.client.HTTPConnection | None = None
+        self.admin_url = admin_url.rstrip("/")
+
+    def move(self, move: Move) -> bool:
+        """Perform `move`; True if the message was moved, False if it was already acknowledged."""
+        name = TopicName.parse(move.topic)
+        path = (
+            f"/admin/v2/{name.domain}/{name.tenant}/{name.namespace}/{urllib.parse.quote(name.local, safe='')}"
+            f"/subscription/{urllib.parse.quote(move.subscription, safe='')}/letterbox/move"
+        )
+        body = json.dumps({
+            "messageId": move.message_id,
+            "target": move.target,
+            "properties": dict(move.properties),
+            "deliverAfterMs": move.deliver_after_ms,
+            "deadLetterReason": move.dead_letter_reason,
+            "description": move.description,
+            "initialSubscription": move.initial_subscription,
+        }).encode()
+        status, payload = self._post(path, body)
+        try:
+            answer = json.loads(payload) if payload else {}
+        except json.JSONDecodeError:
+            answer = {}
+        if status != 200:
+            reason = answer.get("reason") if isinstance(answer, dict) else None
+            raise BrokerMoveError(f"broker refused to move {move.message_id} of {move.topic}: "
+                                  f"{reason or payload[:200]!r} (HTTP {status})", status)
+        return bool(answer.get("moved"))
+
+    def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        last: Exception | None = None
+        for attempt in range(ATTEMPTS):
+            with self._lock:
+                try:
+                    conn = self._connection()
+                    conn.request("POST", path, body, {"Content-Type": "application/json"})
+                    resp = conn.getresponse()
+                    return resp.status, resp.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    last = exc
+                    self._close()
+            time.sleep(0.05 * 2**attempt)
+        raise BrokerMoveError(f"cannot reach the letterbox admin API at {self.admin_url}: {last}")
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            self._conn = cls(self._host, self._port, timeout=self._timeout)
+        return self._conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
