@@ -99,9 +99,16 @@ async def _run(config: BrokerConfig) -> None:
 
 
 def _register() -> None:
+    from letterbox.cli_admin import admin
+    from letterbox.cli_client import consume, produce
+    from letterbox.cli_dlq import dlq
     from letterbox.perf import perf
 
     main.add_command(perf)
+    main.add_command(admin)
+    main.add_command(dlq)
+    main.add_command(produce)
+    main.add_command(consume)
 
 
 _register()

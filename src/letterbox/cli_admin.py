@@ -1,0 +1,205 @@
+# `letterbox admin ...`: a pulsar-admin-style command line for the admin REST
+# API (docs/admin.md, docs/cli.md). Each verb is one HTTP call (peek-messages:
+# one per message) to Pulsar's admin v2 paths, so the commands work against a
+# real Pulsar broker too. This module owns the `admin` group and the tenants
+# and namespaces verbs; topic and subscription verbs are in cli_admin_topics.
+# Output is human by default; `--output json` prints what the API returned
+# (or {"result": "ok", ...} for calls that return nothing).
+from __future__ import annotations
+
+import click
+
+from letterbox.cli_admin_topics import topics
+from letterbox.cli_http import (
+    AdminClient,
+    AdminContext,
+    admin_group_options,
+    output_option,
+    pass_admin,
+)
+from letterbox.cli_output import echo_json, fmt, key_values
+from letterbox.cli_params import (
+    NAMESPACE,
+    namespace_path,
+    parse_duration_seconds,
+    parse_size_mb,
+    q,
+)
+
+
+@click.group()
+@admin_group_options
+@click.pass_context
+def admin(ctx: click.Context, admin_url: str, output: str) -> None:
+    """Administer tenants, namespaces, topics and subscriptions (like pulsar-admin).
+
+    Talks to the broker's admin REST API (`letterbox standalone --admin-port`).
+    """
+    ctx.obj = AdminContext(AdminClient(admin_url), output.lower())
+
+
+admin.add_command(topics)
+
+
+# --- tenants -----------------------------------------------------------------------
+@admin.group()
+def tenants() -> None:
+    """List, show, create and delete tenants."""
+
+
+@tenants.command("list")
+@output_option
+@pass_admin
+def tenants_list(a: AdminContext) -> None:
+    """List tenants."""
+    a.names(a.client.get_json("/admin/v2/tenants"))
+
+
+@tenants.command("get")
+@click.argument("tenant")
+@output_option
+@pass_admin
+def tenants_get(a: AdminContext, tenant: str) -> None:
+    """Show a tenant's admin roles and allowed clusters."""
+    info = a.client.get_json(f"/admin/v2/tenants/{q(tenant)}")
+    if a.json:
+        echo_json(info)
+        return
+    for k, v in (info or {}).items():
+        click.echo(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else fmt(v)}")
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+@tenants.command("create")
+@click.argument("tenant")
+@click.option("--admin-roles", "-r", help="Comma-separated admin roles.")
+@click.option("--allowed-clusters", "-c", help="Comma-separated clusters [the broker's cluster].")
+@output_option
+@pass_admin
+def tenants_create(a: AdminContext, tenant: str, admin_roles: str | None, allowed_clusters: str | None) -> None:
+    """Create a tenant."""
+    body: dict[str, list[str]] = {"adminRoles": _csv(admin_roles)}
+    if allowed_clusters:
+        body["allowedClusters"] = _csv(allowed_clusters)
+    a.client.request("PUT", f"/admin/v2/tenants/{q(tenant)}", body)
+    a.done(f"Created tenant {tenant}", tenant=tenant)
+
+
+@tenants.command("delete")
+@click.argument("tenant")
+@output_option
+@pass_admin
+def tenants_delete(a: AdminContext, tenant: str) -> None:
+    """Delete a tenant (it must have no namespaces)."""
+    a.client.request("DELETE", f"/admin/v2/tenants/{q(tenant)}")
+    a.done(f"Deleted tenant {tenant}", tenant=tenant)
+
+
+# --- namespaces ---------------------------------------------------------------------
+@admin.group()
+def namespaces() -> None:
+    """List, create and delete namespaces; show and set their policies.
+
+    NAMESPACE is TENANT/NAMESPACE, e.g. public/default.
+    """
+
+
+@namespaces.command("list")
+@click.argument("tenant")
+@output_option
+@pass_admin
+def namespaces_list(a: AdminContext, tenant: str) -> None:
+    """List the namespaces of TENANT."""
+    a.names(a.client.get_json(f"/admin/v2/namespaces/{q(tenant)}"))
+
+
+@namespaces.command("create")
+@click.argument("namespace", type=NAMESPACE)
+@output_option
+@pass_admin
+def namespaces_create(a: AdminContext, namespace: tuple[str, str]) -> None:
+    """Create NAMESPACE."""
+    a.client.request("PUT", namespace_path(namespace))
+    a.done(f"Created namespace {'/'.join(namespace)}", namespace="/".join(namespace))
+
+
+@namespaces.command("delete")
+@click.argument("namespace", type=NAMESPACE)
+@output_option
+@pass_admin
+def namespaces_delete(a: AdminContext, namespace: tuple[str, str]) -> None:
+    """Delete NAMESPACE (it must have no topics)."""
+    a.client.request("DELETE", namespace_path(namespace))
+    a.done(f"Deleted namespace {'/'.join(namespace)}", namespace="/".join(namespace))
+
+
+@namespaces.command("policies")
+@click.argument("namespace", type=NAMESPACE)
+@output_option
+@pass_admin
+def namespaces_policies(a: AdminContext, namespace: tuple[str, str]) -> None:
+    """Show the policies of NAMESPACE (deduplication, retention, TTL, ...)."""
+    policies = a.client.get_json(namespace_path(namespace))
+    if a.json:
+        echo_json(policies)
+        return
+    click.echo(f"namespace: {'/'.join(namespace)}")
+    key_values(dict(sorted((policies or {}).items())), nested=True)
+
+
+@namespaces.command("set-deduplication")
+@click.argument("namespace", type=NAMESPACE)
+@click.option("--enable/--disable", "-e/-d", "enable", default=None,
+              help="Turn producer message deduplication on or off.")
+@output_option
+@pass_admin
+def namespaces_set_dedup(a: AdminContext, namespace: tuple[str, str], enable: bool | None) -> None:
+    """Enable or disable message deduplication for NAMESPACE."""
+    if enable is None:
+        raise click.UsageError("say --enable or --disable")
+    a.client.request("POST", namespace_path(namespace) + "/deduplication", enable)
+    state = "enabled" if enable else "disabled"
+    a.done(f"Deduplication {state} on {'/'.join(namespace)}",
+           namespace="/".join(namespace), deduplicationEnabled=enable)
+
+
+@namespaces.command("set-retention")
+@click.argument("namespace", type=NAMESPACE)
+@click.option("--time", "-t", "retention_time", required=True,
+              help="How long acknowledged messages are kept: 100m, 3h, 2d, 5w (seconds if no unit); "
+                   "0 none, -1 forever.")
+@click.option("--size", "-s", "retention_size", required=True,
+              help="How much is kept per topic: 10M, 16G, 3T (bytes if no unit); -1 no limit.")
+@output_option
+@pass_admin
+def namespaces_set_retention(a: AdminContext, namespace: tuple[str, str], retention_time: str,
+                             retention_size: str) -> None:
+    """Set the retention of acknowledged messages for NAMESPACE."""
+    seconds = parse_duration_seconds(retention_time, "'-t' / '--time'")
+    size_mb = parse_size_mb(retention_size, "'-s' / '--size'")
+    if seconds < -1 or size_mb < -1:
+        raise click.BadParameter("use -1 for unlimited; other negative values are not allowed")
+    minutes = -1 if seconds == -1 else seconds // 60
+    body = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
+    a.client.request("POST", namespace_path(namespace) + "/retention", body)
+    a.done(f"Retention of {'/'.join(namespace)} set to {minutes} minutes, {size_mb} MB",
+           namespace="/".join(namespace), **body)
+
+
+@namespaces.command("set-message-ttl")
+@click.argument("namespace", type=NAMESPACE)
+@click.option("--ttl", "-t", "ttl", required=True,
+              help="Message time to live: seconds, or 10m, 1h, 3d; 0 turns TTL off.")
+@output_option
+@pass_admin
+def namespaces_set_ttl(a: AdminContext, namespace: tuple[str, str], ttl: str) -> None:
+    """Set the message TTL of NAMESPACE (unacknowledged messages older than it expire)."""
+    seconds = parse_duration_seconds(ttl, "'-t' / '--ttl'")
+    if seconds < 0:
+        raise click.BadParameter(f"{ttl!r}: the TTL cannot be negative", param_hint="'-t' / '--ttl'")
+    a.client.request("POST", namespace_path(namespace) + "/messageTTL", seconds)
+    a.done(f"Message TTL of {'/'.join(namespace)} set to {seconds} seconds",
+           namespace="/".join(namespace), messageTTL=seconds)

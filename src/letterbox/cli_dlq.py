@@ -1,0 +1,253 @@
+# `letterbox dlq ...`: look at and act on dead letter topics through the admin
+# API's letterbox extensions (docs/admin.md):
+#   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
+#   GET  {dlq topic path}/letterbox/deadLetters?limit=N&reason=R
+#   POST {dlq topic path}/letterbox/redrive  {filters, maxMessages, ratePerSecond, dryRun}
+#   POST {dlq topic path}/letterbox/purge    {filters, dryRun}
+# Redrive is idempotent on the server, so the CLI drives a long run as a
+# series of calls of at most CHUNK messages each: it first asks (dry run) how
+# many match, then calls until nothing is moved or nothing matching remains,
+# updating a progress bar (on stderr) as it goes. Interrupting it leaves the
+# DLQ consistent; running it again carries on. Purge asks for confirmation
+# unless --yes.
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from letterbox.broker.topic_name import TopicName
+from letterbox.cli_http import (
+    HTTP_TIMEOUT,
+    AdminClient,
+    AdminContext,
+    admin_group_options,
+    output_option,
+    pass_admin,
+)
+from letterbox.cli_output import echo_json, format_epoch_ms, properties_text, table
+from letterbox.cli_params import (
+    KEY_VALUE,
+    NAMESPACE,
+    TIME_HELP,
+    TOPIC,
+    namespace_path,
+    parse_time_ms,
+    topic_path,
+)
+
+CHUNK = 200
+# A chunk of a rate-limited redrive takes about CHUNK / rate seconds on the
+# server; keep each call well under the HTTP timeout.
+SECONDS_PER_CALL = 10
+
+
+@click.group()
+@admin_group_options
+@click.pass_context
+def dlq(ctx: click.Context, admin_url: str, output: str) -> None:
+    """Dead letter topics: list them, peek at, redrive and purge their messages.
+
+    Talks to the broker's admin API; DLQ_TOPIC may be short
+    (`orders-billing-DLQ` means persistent://public/default/orders-billing-DLQ).
+    """
+    ctx.obj = AdminContext(AdminClient(admin_url), output.lower())
+
+
+def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed([
+        click.option("--reason", "-r", help="Only messages dead-lettered for this reason "
+                     "(max-redeliveries, terminated, expired)."),
+        click.option("--property", "-p", "properties", type=KEY_VALUE, multiple=True,
+                     help="Only messages with this property (key=value); repeat to require several."),
+        click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
+        click.option("--until", help=f"Only messages dead-lettered before this time: {TIME_HELP}."),
+        click.option("--max-messages", type=click.IntRange(min=1), help="Act on at most this many messages."),
+        click.option("--dry-run", is_flag=True, help="Only count what would be affected."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _filters(reason: str | None, properties: tuple[tuple[str, str], ...], since: str | None,
+             until: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if reason:
+        body["reason"] = reason
+    if properties:
+        body["properties"] = dict(properties)
+    if since:
+        body["deadLetteredAfter"] = parse_time_ms(since, "'--since'")
+    if until:
+        body["deadLetteredBefore"] = parse_time_ms(until, "'--until'")
+    if "deadLetteredAfter" in body and "deadLetteredBefore" in body \
+            and body["deadLetteredAfter"] >= body["deadLetteredBefore"]:
+        raise click.BadParameter("--since must be earlier than --until")
+    return body
+
+
+def _describe(body: dict[str, Any]) -> str:
+    parts = []
+    if "reason" in body:
+        parts.append(f"reason {body['reason']}")
+    for k, v in (body.get("properties") or {}).items():
+        parts.append(f"{k}={v}")
+    if "deadLetteredAfter" in body:
+        parts.append(f"since {format_epoch_ms(body['deadLetteredAfter'])}")
+    if "deadLetteredBefore" in body:
+        parts.append(f"until {format_epoch_ms(body['deadLetteredBefore'])}")
+    return f" matching {', '.join(parts)}" if parts else ""
+
+
+@dlq.command("list")
+@click.argument("namespace", type=NAMESPACE)
+@output_option
+@pass_admin
+def dlq_list(a: AdminContext, namespace: tuple[str, str]) -> None:
+    """List the dead letter topics of NAMESPACE with message counts by reason and source."""
+    topics: list[dict[str, Any]] = a.client.get_json(namespace_path(namespace) + "/letterbox/deadLetterTopics") or []
+    if a.json:
+        echo_json(topics)
+        return
+    if not topics:
+        click.echo(f"no dead letter topics in {'/'.join(namespace)}")
+        return
+    table(["topic", "messages", "by reason", "source topics"],
+          [[t.get("topic"), t.get("messages"), properties_text(t.get("byReason") or {}),
+            properties_text(t.get("sourceTopics") or {})] for t in topics])
+
+
+@dlq.command("peek")
+@click.argument("dlq_topic", type=TOPIC)
+@click.option("--count", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many dead letters to show (oldest first).")
+@click.option("--reason", "-r", help="Only dead letters with this reason.")
+@output_option
+@pass_admin
+def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | None) -> None:
+    """Show dead letters: id, key, why and when they failed, properties and payload."""
+    query = {"limit": str(count)}
+    if reason:
+        query["reason"] = reason
+    letters: list[dict[str, Any]] = a.client.get_json(
+        topic_path(dlq_topic) + "/letterbox/deadLetters", query) or []
+    if a.json:
+        echo_json(letters)
+        return
+    if not letters:
+        click.echo(f"no dead letters in {dlq_topic}" + (f" with reason {reason}" if reason else ""))
+        return
+    for m in letters:
+        props: dict[str, str] = m.get("properties") or {}
+        click.echo(f"Message ID: {m.get('messageId')}")
+        click.echo(f"Key: {m.get('key') or '-'}")
+        click.echo(f"Publish time: {format_epoch_ms(m.get('publishTime'))}")
+        if m.get("eventTime"):
+            click.echo(f"Event time: {format_epoch_ms(m.get('eventTime'))}")
+        for k in sorted(props):
+            click.echo(f"  {k}: {props[k]}")
+        text = m.get("payloadText")
+        click.echo(text if text is not None else f"(binary, base64) {m.get('payloadBase64', '')}")
+        click.echo("")
+
+
+@dlq.command("redrive")
+@click.argument("dlq_topic", type=TOPIC)
+@click.option("--to", "target", type=TOPIC,
+              help="Move to this topic instead of each message's REAL_TOPIC.")
+@_filter_options
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="At most this many messages a second.")
+@output_option
+@pass_admin
+def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None, reason: str | None,
+                properties: tuple[tuple[str, str], ...], since: str | None, until: str | None,
+                max_messages: int | None, dry_run: bool, rate: float | None) -> None:
+    """Move dead letters back to their source topic (REAL_TOPIC) or to --to TOPIC.
+
+    Redriven messages keep key and properties and start with a delivery count
+    of 0. Safe to interrupt and run again: nothing is moved twice.
+    """
+    body = _filters(reason, properties, since, until)
+    if target is not None:
+        body["target"] = str(target)
+    path = topic_path(dlq_topic) + "/letterbox/redrive"
+    where = f"to {target}" if target else "to their source topics"
+    probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
+    matched = int(probe.get("matched") or 0)
+    if dry_run or matched == 0:
+        result = {"matched": matched, "moved": 0, "remaining": int(probe.get("remaining", matched) or 0),
+                  "dryRun": dry_run}
+        if a.json:
+            echo_json(result)
+        elif dry_run:
+            click.echo(f"Dry run: would move {min(matched, max_messages or matched)} of {matched} "
+                       f"messages{_describe(body)} from {dlq_topic} {where}")
+        else:
+            click.echo(f"Nothing to redrive: no messages{_describe(body)} in {dlq_topic}")
+        return
+    goal = min(matched, max_messages) if max_messages else matched
+    chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate * SECONDS_PER_CALL)))
+    if rate is not None:
+        body["ratePerSecond"] = rate
+    moved, remaining = 0, matched
+    show_bar = not a.json and goal > chunk
+    with click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True,
+                           hidden=not show_bar) as bar:
+        while moved < goal:
+            want = min(chunk, goal - moved)
+            timeout = HTTP_TIMEOUT + (want / rate if rate else 0)
+            res = a.client.post_json(path, {**body, "maxMessages": want, "dryRun": False}, timeout=timeout) or {}
+            step = int(res.get("moved") or 0)
+            remaining = int(res.get("remaining") or 0)
+            moved += step
+            bar.update(step)
+            if step == 0 or remaining == 0:
+                break
+    result = {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False}
+    if a.json:
+        echo_json(result)
+    else:
+        click.echo(f"Moved {moved} messages{_describe(body)} from {dlq_topic} {where}; "
+                   f"{remaining} matching messages remain")
+
+
+def _max(max_messages: int | None) -> dict[str, int]:
+    return {"maxMessages": max_messages} if max_messages else {}
+
+
+@dlq.command("purge")
+@click.argument("dlq_topic", type=TOPIC)
+@_filter_options
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@output_option
+@pass_admin
+def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, properties: tuple[tuple[str, str], ...],
+              since: str | None, until: str | None, max_messages: int | None, dry_run: bool, yes: bool) -> None:
+    """Delete dead letters for good (all, or those matching the filters)."""
+    body = {**_filters(reason, properties, since, until), **_max(max_messages)}
+    path = topic_path(dlq_topic) + "/letterbox/purge"
+    if dry_run or not yes:
+        probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
+        count = int(probe.get("purged") or 0)
+        if dry_run:
+            if a.json:
+                echo_json({"purged": count, "dryRun": True})
+            else:
+                click.echo(f"Dry run: would purge {count} messages{_describe(body)} from {dlq_topic}")
+            return
+        if count == 0:
+            if a.json:
+                echo_json({"purged": 0, "dryRun": False})
+            else:
+                click.echo(f"Nothing to purge: no messages{_describe(body)} in {dlq_topic}")
+            return
+        click.confirm(f"Permanently delete {count} messages{_describe(body)} from {dlq_topic}?",
+                      abort=True, err=True)
+    res = a.client.post_json(path, {**body, "dryRun": False}) or {}
+    purged = int(res.get("purged") or 0)
+    if a.json:
+        echo_json({"purged": purged, "dryRun": False})
+    else:
+        click.echo(f"Purged {purged} messages{_describe(body)} from {dlq_topic}")

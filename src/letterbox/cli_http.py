@@ -1,0 +1,177 @@
+# The admin HTTP client behind `letterbox admin` and `letterbox dlq`: one
+# blocking urllib call per request, JSON in and out, and the two ways a call
+# fails turned into click exceptions that exit non-zero with a sentence a
+# person can act on:
+#   - AdminApiError: the API answered with a status >= 400; the message is the
+#     body's {"reason"} (or its text) and the HTTP status.
+#   - AdminUnreachable: nothing answered (connection refused, timeout, DNS);
+#     the message names the URL and says the broker is probably not running.
+# It also owns the per-invocation CLI state (AdminContext: client + output
+# mode) and the `--output` option that every leaf command accepts.
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from letterbox.cli_output import OUTPUT_CHOICE, echo_json
+
+DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
+HTTP_TIMEOUT = 30.0
+
+
+class AdminApiError(click.ClickException):
+    """The API answered with an error status; the message is its {"reason"}."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"{reason} (HTTP {status})")
+        self.status = status
+        self.reason = reason
+
+
+class AdminUnreachable(click.ClickException):
+    """Nothing answered at the admin URL."""
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def json(self) -> Any:
+        if not self.body.strip():
+            return None
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise click.ClickException(
+                f"the admin API answered HTTP {self.status} with a body that is not JSON: "
+                f"{self.body[:200]!r}"
+            ) from None
+
+
+def unreachable_message(url: str, reason: object = None) -> str:
+    msg = (
+        f"cannot reach the letterbox admin API at {url}: is the broker running? "
+        "(start it with `letterbox standalone`, or point --admin-url / LETTERBOX_ADMIN_URL "
+        "at its admin port)"
+    )
+    if reason is not None and not isinstance(reason, ConnectionRefusedError):
+        msg += f" [{reason}]"
+    return msg
+
+
+class AdminClient:
+    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Response:
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                return Response(resp.status, resp.read(), list(resp.headers.items()))
+        except urllib.error.HTTPError as exc:
+            raise AdminApiError(exc.code, _reason(exc.read(), exc.reason)) from None
+        except urllib.error.URLError as exc:
+            raise AdminUnreachable(unreachable_message(self.base_url, exc.reason)) from None
+        except ValueError as exc:  # "unknown url type", bad port, ...
+            raise click.UsageError(f"invalid admin URL {self.base_url!r}: {exc}") from None
+        except TimeoutError as exc:
+            raise AdminUnreachable(unreachable_message(self.base_url, f"timed out: {exc}")) from None
+        except OSError as exc:  # resets, broken pipes
+            raise AdminUnreachable(unreachable_message(self.base_url, exc)) from None
+
+    def get_json(self, path: str, query: dict[str, str] | None = None) -> Any:
+        return self.request("GET", path, query=query).json()
+
+    def post_json(self, path: str, body: Any, timeout: float | None = None) -> Any:
+        return self.request("POST", path, body, timeout=timeout).json()
+
+
+def _reason(raw: bytes, fallback: str) -> str:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        text = raw.decode("utf-8", "replace").strip()
+        return text[:500] or str(fallback)
+    if isinstance(value, dict) and value.get("reason"):
+        return str(value["reason"])
+    return str(fallback)
+
+
+@dataclass
+class AdminContext:
+    """What one `letterbox admin|dlq ...` invocation works with."""
+
+    client: AdminClient
+    output: str = "human"
+
+    @property
+    def json(self) -> bool:
+        return self.output == "json"
+
+    def done(self, message: str, **fields: Any) -> None:
+        """Report a call that returns no body (204)."""
+        if self.json:
+            echo_json({"result": "ok", **fields})
+        else:
+            click.echo(message)
+
+    def names(self, values: Any) -> None:
+        if self.json:
+            echo_json(values)
+        else:
+            for v in values or []:
+                click.echo(v)
+
+
+pass_admin = click.make_pass_decorator(AdminContext)
+
+
+def _set_output(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    obj = ctx.find_object(AdminContext)
+    if obj is not None:
+        obj.output = value.lower()
+
+
+# Every leaf command takes --output too, so it can follow the arguments.
+output_option = click.option(
+    "--output", "-o", type=OUTPUT_CHOICE, default=None, expose_value=False, callback=_set_output,
+    is_eager=False, help="human (default) or json; same as the group's --output.",
+)
+
+
+def admin_group_options(f: Any) -> Any:
+    """--admin-url and --output on the `admin` and `dlq` groups."""
+    f = click.option(
+        "--output", "-o", type=OUTPUT_CHOICE, default="human", show_default=True,
+        help="human: tables and `key: value` lines; json: machine-readable JSON.",
+    )(f)
+    f = click.option(
+        "--admin-url", envvar="LETTERBOX_ADMIN_URL", default=DEFAULT_ADMIN_URL, show_default=True,
+        help="Admin API base URL (env LETTERBOX_ADMIN_URL).",
+    )(f)
+    return f

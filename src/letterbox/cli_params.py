@@ -1,0 +1,153 @@
+# Argument types and value parsers shared by the CLI groups. Each parser takes
+# the text a person typed and returns the value an API call needs, or raises
+# click.BadParameter saying what form is expected, so bad input becomes a
+# usage error (exit 2) before any request is sent.
+#
+# Time forms (used by reset-cursor, dlq --since/--until):
+#   10s 10m 1h 3d 2w 1y   that long ago (pulsar-admin's relative time)
+#   1714557600000         epoch milliseconds (a bare integer)
+#   2024-05-01T10:00:00Z  an ISO 8601 date-time (local time when no zone)
+# Durations (expire-messages, set-message-ttl, set-retention --time) are a
+# bare number of seconds or a number with one of the units above.
+from __future__ import annotations
+
+import re
+import time
+import urllib.parse
+from datetime import datetime
+from typing import Any
+
+import click
+
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import InvalidTopicName
+
+_DURATION_RE = re.compile(r"^(-?\d+)\s*([smhdwy]?)$", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+_SIZE_RE = re.compile(r"^(-?\d+)\s*([kmgt]?)b?$", re.IGNORECASE)
+_SIZE_BYTES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_MESSAGE_ID_RE = re.compile(r"^(-?\d+):(-?\d+)(?::(-?\d+))?$")
+TIME_HELP = "10m, 1h, 3d (that long ago), epoch milliseconds, or an ISO date-time"
+# Pulsar's MessageId.earliest / MessageId.latest as (ledgerId, entryId).
+EARLIEST = (-1, -1)
+LATEST = (2**63 - 1, 2**63 - 1)
+
+
+class TopicParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """`orders`, `acme/ops/orders` or `persistent://acme/ops/orders` -> TopicName."""
+
+    name = "topic"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> TopicName:
+        if isinstance(value, TopicName):
+            return value
+        try:
+            return TopicName.parse(str(value))
+        except InvalidTopicName as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class NamespaceParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """`tenant/namespace` -> (tenant, namespace)."""
+
+    name = "tenant/namespace"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return (str(value[0]), str(value[1]))
+        parts = str(value).split("/")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            self.fail(f"expected TENANT/NAMESPACE (e.g. public/default), got {value!r}", param, ctx)
+        return parts[0], parts[1]
+
+
+class KeyValueParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """`key=value` -> (key, value); the value may itself contain `=`."""
+
+    name = "key=value"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return (str(value[0]), str(value[1]))
+        key, sep, val = str(value).partition("=")
+        if not sep or not key:
+            self.fail(f"expected key=value, got {value!r}", param, ctx)
+        return key, val
+
+
+TOPIC = TopicParam()
+NAMESPACE = NamespaceParam()
+KEY_VALUE = KeyValueParam()
+
+
+def q(segment: str) -> str:
+    """One URL path segment, fully escaped."""
+    return urllib.parse.quote(segment, safe="")
+
+
+def topic_path(name: TopicName) -> str:
+    return f"/admin/v2/{name.domain}/{q(name.tenant)}/{q(name.namespace)}/{q(name.local)}"
+
+
+def namespace_path(ns: tuple[str, str]) -> str:
+    return f"/admin/v2/namespaces/{q(ns[0])}/{q(ns[1])}"
+
+
+def parse_duration_seconds(text: str, hint: str) -> int:
+    """`30`, `30s`, `10m`, `1h`, `3d`, `2w`, `1y` -> seconds (negative allowed: -1 = infinite)."""
+    m = _DURATION_RE.match(text.strip())
+    if not m:
+        raise click.BadParameter(
+            f"{text!r}: use seconds or a number with a unit: 30s, 10m, 1h, 3d, 2w, 1y",
+            param_hint=hint,
+        )
+    return int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+
+
+def parse_size_mb(text: str, hint: str) -> int:
+    """pulsar-admin's retention size: `4096` bytes, `10M`, `16G`, `3T`, `-1` infinite -> MB."""
+    m = _SIZE_RE.match(text.strip())
+    if not m:
+        raise click.BadParameter(f"{text!r}: use bytes or 10K, 10M, 16G, 3T; -1 for no limit", param_hint=hint)
+    n = int(m.group(1))
+    if n < 0:
+        return -1
+    return n * _SIZE_BYTES[m.group(2).lower()] // (1 << 20)
+
+
+def parse_time_ms(text: str, hint: str, now: float | None = None) -> int:
+    """A point in time (see the module comment) -> epoch milliseconds."""
+    raw = text.strip()
+    if re.fullmatch(r"\d+", raw):
+        return int(raw)
+    m = _DURATION_RE.match(raw)
+    if m and m.group(2) and not raw.startswith("-"):
+        now = time.time() if now is None else now
+        return int((now - int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]) * 1000)
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: use {TIME_HELP} (2024-05-01T10:00:00Z)", param_hint=hint) from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return int(when.timestamp() * 1000)
+
+
+def parse_message_id(text: str, hint: str) -> tuple[int, int, int]:
+    """`ledger:entry[:partition]`, `earliest` or `latest` -> (ledgerId, entryId, partitionIndex)."""
+    raw = text.strip().lower()
+    if raw == "earliest":
+        return (*EARLIEST, -1)
+    if raw == "latest":
+        return (*LATEST, -1)
+    m = _MESSAGE_ID_RE.match(raw)
+    if not m:
+        raise click.BadParameter(
+            f"{text!r}: use LEDGER:ENTRY (as in `peek-messages` output), earliest or latest",
+            param_hint=hint,
+        )
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) is not None else -1
+
+
+def properties_dict(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return dict(pairs)
