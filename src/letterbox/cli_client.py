@@ -191,6 +191,7 @@ def consume(topic: Any, subscription: str, count: int, sub_type: str, position: 
                 str(topic), subscription,
                 consumer_type=getattr(pulsar.ConsumerType, CONSUMER_TYPES[sub_type.lower()]),
                 initial_position=getattr(pulsar.InitialPosition, position.capitalize()),
+                receiver_queue_size=min(count, 1000) if count else 1000,
             )
         except Exception as exc:
             raise _connect_failure(exc, service_url, "subscribing") from None

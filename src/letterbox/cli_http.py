@@ -164,6 +164,15 @@ output_option = click.option(
 )
 
 
+def _check_admin_url(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise click.BadParameter(
+            f"invalid admin URL {value!r}: use http://HOST:PORT (the broker's --admin-port, default 8080)"
+        )
+    return value
+
+
 def admin_group_options(f: Any) -> Any:
     """--admin-url and --output on the `admin` and `dlq` groups."""
     f = click.option(
@@ -172,6 +181,7 @@ def admin_group_options(f: Any) -> Any:
     )(f)
     f = click.option(
         "--admin-url", envvar="LETTERBOX_ADMIN_URL", default=DEFAULT_ADMIN_URL, show_default=True,
+        callback=_check_admin_url,
         help="Admin API base URL (env LETTERBOX_ADMIN_URL).",
     )(f)
     return f
