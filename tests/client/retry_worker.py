@@ -35,7 +35,7 @@ def main() -> None:
     consumer = RetryConsumer(client, topic, "work", admin_url=admin_url,
                              delay_levels=DelayLevels("20ms 40ms"),
                              dead_letter_policy=DeadLetterPolicy(max_redeliver_count=2),
-                             receiver_queue_size=50)
+                             receiver_queue_size=50, initial_position=pulsar.InitialPosition.Earliest)
     while True:
         try:
             msg = consumer.receive(3000)
