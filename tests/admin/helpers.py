@@ -21,3 +21,13 @@ def call(base: str, method: str, path: str, body: str | None = None) -> tuple[in
     if "json" in ctype and text:
         return status, json.loads(text)
     return status, text
+
+
+def call_raw(base: str, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body bytes) — for the message endpoints, whose metadata is in headers."""
+    req = urllib.request.Request(base + path, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, dict(resp.headers.items()), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers.items()), exc.read()

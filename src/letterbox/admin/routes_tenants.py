@@ -10,7 +10,8 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import check_segment, json_body, namespace_of
-from letterbox.admin.server import NAMESPACE_KEY, TENANT_KEY
+from letterbox.admin.server import TENANT_KEY
+from letterbox.broker.namespace_policies import NAMESPACE_KEY
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -110,6 +111,7 @@ class TenantRoutes:
         if self.admin.namespace_exists(ns):
             raise AdminError(409, f"Namespace {ns} already exists")
         await self.service.store.put_metadata(NAMESPACE_KEY + ns, json.dumps({}))
+        self.service.namespace_policies.forget(ns)
         return no_content()
 
     async def delete_namespace(self, request: web.Request) -> web.Response:
@@ -118,6 +120,7 @@ class TenantRoutes:
         if self.service.list_topics(ns):
             raise AdminError(409, f"Cannot delete non empty namespace {ns}")
         await self.service.store.put_metadata(NAMESPACE_KEY + ns, None)
+        self.service.namespace_policies.forget(ns)
         return no_content()
 
     async def namespace_topics(self, request: web.Request) -> web.Response:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, errors_middleware
 from letterbox.admin.stats import StatsTracker
+from letterbox.broker.namespace_policies import NAMESPACE_KEY
 from letterbox.broker.topic import Topic
 from letterbox.broker.topic_name import TopicName
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("letterbox.admin")
 TENANT_KEY = "tenant:"
-NAMESPACE_KEY = "namespace:"
 SEEDED_KEY = "admin:defaults-seeded"
 SAMPLE_SECONDS = 1.0
 
@@ -49,7 +49,9 @@ class AdminServer:
         # Imported here: the route modules import this one for AdminServer.
         from letterbox.admin import (
             routes_cluster,
+            routes_messages,
             routes_move,
+            routes_namespace_policies,
             routes_subscriptions,
             routes_tenants,
             routes_topics,
@@ -61,6 +63,8 @@ class AdminServer:
             routes_tenants.register,
             routes_topics.register,
             routes_subscriptions.register,
+            routes_messages.register,
+            routes_namespace_policies.register,
         ]
         for register in registrars:
             register(self, app.router)

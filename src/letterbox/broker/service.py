@@ -15,6 +15,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
+from letterbox.broker.message_expiry import MessageExpiryMonitor
+from letterbox.broker.namespace_policies import NamespacePolicyCache
 from letterbox.broker.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
@@ -58,6 +60,8 @@ class BrokerService:
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats()
+        self.namespace_policies = NamespacePolicyCache(self)
+        self.expiry = MessageExpiryMonitor(self)
         self.connections: set[ServerCnx] = set()
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
         self.port = config.port
@@ -85,16 +89,18 @@ class BrokerService:
         self.port = sock.getsockname()[1]
         if self.config.retention_time_minutes > 0:
             self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+        self.expiry.start()
 
     def _expire_retained(self) -> None:
         """Retention runs on a clock: acked entries age out even when no ack arrives."""
         for topic in self.topics.values():
-            if isinstance(topic, PersistentTopic):
+            if isinstance(topic, PersistentTopic) and topic.ledger.retention_ms > 0:
                 topic.ledger.trim()
         loop = asyncio.get_running_loop()
         self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     async def stop(self) -> None:
+        await self.expiry.stop()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         if self._server is not None:
@@ -221,6 +227,21 @@ class BrokerService:
         topic.remove_subscription(name)
         if name in topic.ledger.cursors():
             await topic.ledger.delete_cursor(name)
+
+    # --- namespace policies ---------------------------------------------------
+    def apply_namespace_policies(self, namespace: str) -> None:
+        """A namespace policy changed: apply retention to its loaded topics and wake
+        their dispatchers (dead-letter and backoff policies are read per decision)."""
+        retention_ms = self.namespace_policies.retention_ms(namespace)
+        for topic in list(self.topics.values()):
+            if isinstance(topic, PersistentTopic) and topic.name.namespace_name == namespace:
+                topic.ledger.retention_ms = retention_ms
+                for sub in topic.subscriptions.values():
+                    if sub.consumers:
+                        sub.schedule_dispatch()
+        if retention_ms > 0 and self._housekeeping is None:
+            loop = asyncio.get_running_loop()
+            self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     # --- admin API support --------------------------------------------------
     async def start_admin(self) -> None:

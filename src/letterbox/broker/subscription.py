@@ -79,13 +79,24 @@ class Subscription:
         # non-durable only: a seek closed the consumers, keep the position for their return
         self.sought = False
         self._epoch = 0  # bumped by seeks, so late redeliveries of old positions are dropped
-        self.policy = SubscriptionPolicy()
+        # set by consumers' letterbox.* properties; None: the namespace's policy applies
+        self.consumer_policy: SubscriptionPolicy | None = None
         # entries held back until a time: delayed delivery (Shared/Key_Shared) and backoff
         self._delayed = DelayedDeliveryTracker()
         self._delay_timer: asyncio.TimerHandle | None = None
         self._delay_timer_at = 0
         # first/last delivery time of unacked entries, kept while a policy is set
         self._deliveries: dict[int, tuple[int, int]] = {}
+
+    @property
+    def policy(self) -> SubscriptionPolicy:
+        if self.consumer_policy is not None:
+            return self.consumer_policy
+        return self.topic.service.namespace_policies.subscription_policy(self.topic.name.namespace_name)
+
+    @policy.setter
+    def policy(self, value: SubscriptionPolicy) -> None:
+        self.consumer_policy = value
 
     # --- consumers -------------------------------------------------------
     @property

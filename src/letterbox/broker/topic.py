@@ -106,8 +106,7 @@ class PersistentTopic(Topic):
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
-        minutes = service.config.retention_time_minutes
-        ledger.retention_ms = -1 if minutes < 0 else minutes * 60_000
+        ledger.retention_ms = service.namespace_policies.retention_ms(name.namespace_name)
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():
             self.subscriptions[cname] = Subscription(self, cname, cursor, durable=True)
@@ -124,7 +123,7 @@ class PersistentTopic(Topic):
     ) -> asyncio.Future[Position]:
         self.msg_in += num_messages
         self.bytes_in += len(data)
-        dedup = self.service.config.deduplication_enabled
+        dedup = self.deduplication_enabled()
         return self.ledger.append(
             data,
             num_messages,
@@ -132,6 +131,10 @@ class PersistentTopic(Topic):
             producer_name=producer.name if dedup else None,
             sequence_id=sequence_id if dedup else None,
         )
+
+    def deduplication_enabled(self) -> bool:
+        """The namespace's deduplication policy, else the broker's configuration."""
+        return self.service.namespace_policies.deduplication(self.name.namespace_name)
 
     def subscription_for(
         self,

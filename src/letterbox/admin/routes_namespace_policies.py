@@ -1,0 +1,166 @@
+# Namespace policies (Pulsar admin v2 paths, GET/POST/DELETE each):
+# deduplication (body true|false), retention (body RetentionPolicies
+# {"retentionTimeInMinutes", "retentionSizeInMB"}), messageTTL (body: seconds),
+# and letterbox extensions under .../letterbox/: deadLetterPolicy
+# {"maxRedeliverCount", "deadLetterTopic"?, "initialSubscriptionName"?} and
+# redeliveryBackoff {"minDelayMs", "maxDelayMs"?, "multiplier"?}.
+# GET of a policy that is not set answers 204 without a body (Pulsar answers
+# null that way), except retention, which answers the broker's default.
+# Bodies are validated completely before anything is stored (400 malformed or
+# wrongly typed, 412 out of range). Storage and enforcement are
+# broker/namespace_policies.py's.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from letterbox.admin.http_errors import AdminError, Handler, no_content
+from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of
+from letterbox.broker import namespace_policies as np
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import InvalidTopicName
+
+if TYPE_CHECKING:
+    from letterbox.admin.server import AdminServer
+
+Validator = Callable[[Any], Any]  # request body -> the value stored
+
+
+def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+    routes = PolicyRoutes(admin)
+    for path, key, validate in (
+        ("/deduplication", np.DEDUP, _dedup),
+        ("/retention", np.RETENTION, _retention),
+        ("/messageTTL", np.TTL, _ttl),
+        ("/letterbox/deadLetterPolicy", np.DEAD_LETTER, _dead_letter),
+        ("/letterbox/redeliveryBackoff", np.BACKOFF, _backoff),
+    ):
+        router.add_get(NAMESPACE_BASE + path, routes.getter(key))
+        router.add_post(NAMESPACE_BASE + path, routes.setter(key, validate))
+        router.add_delete(NAMESPACE_BASE + path, routes.remover(key))
+
+
+class PolicyRoutes:
+    def __init__(self, admin: AdminServer) -> None:
+        self.admin = admin
+        self.policies = admin.service.namespace_policies
+
+    def _document(self, request: web.Request) -> tuple[str, dict[str, Any]]:
+        ns = namespace_of(request)
+        doc = self.policies.document(ns)
+        if doc is None:
+            raise AdminError(404, f"Namespace {ns} does not exist")
+        return ns, doc
+
+    def getter(self, key: str) -> Handler:
+        async def get(request: web.Request) -> web.Response:
+            _, doc = self._document(request)
+            value = doc.get(key)
+            if value is None and key == np.RETENTION:
+                minutes = self.admin.service.config.retention_time_minutes
+                value = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": 0}
+            if value is None:
+                return no_content()
+            return web.json_response(value)
+
+        return get
+
+    def setter(self, key: str, validate: Validator) -> Handler:
+        async def post(request: web.Request) -> web.Response:
+            body = await json_body(request)
+            if body is None:
+                raise AdminError(400, "Request body is required")
+            value = validate(body)
+            ns, _ = self._document(request)
+            await self.policies.update(ns, key, value)
+            return no_content()
+
+        return post
+
+    def remover(self, key: str) -> Handler:
+        async def delete(request: web.Request) -> web.Response:
+            ns, _ = self._document(request)
+            await self.policies.update(ns, key, None)
+            return no_content()
+
+        return delete
+
+
+def _int(body: dict[str, Any], key: str, default: int | None, minimum: int) -> int:
+    value = body.get(key, default)
+    if value is None:
+        raise AdminError(400, f"{key} is required")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AdminError(400, f"{key} must be an integer, got {value!r}")
+    if value < minimum:
+        raise AdminError(412, f"{key} must be >= {minimum}, got {value}")
+    return value
+
+
+def _object(body: Any, what: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise AdminError(400, f"{what} must be a JSON object")
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise AdminError(400, f"Unknown field(s) {unknown} in {what}; known: {list(allowed)}")
+    return body
+
+
+def _dedup(body: Any) -> bool:
+    if not isinstance(body, bool):
+        raise AdminError(400, f"Body must be true or false, got {body!r}")
+    return body
+
+
+def _retention(body: Any) -> dict[str, int]:
+    obj = _object(body, "Retention policies", ("retentionTimeInMinutes", "retentionSizeInMB"))
+    return {
+        "retentionTimeInMinutes": _int(obj, "retentionTimeInMinutes", 0, -1),
+        "retentionSizeInMB": _int(obj, "retentionSizeInMB", 0, -1),
+    }
+
+
+def _ttl(body: Any) -> int:
+    if isinstance(body, bool) or not isinstance(body, int):
+        raise AdminError(400, f"Body must be the TTL in seconds (an integer), got {body!r}")
+    if body < 0:
+        raise AdminError(412, f"Invalid value for message TTL: {body} (must be >= 0)")
+    return body
+
+
+def _optional_str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise AdminError(400, f"{key} must be a non-empty string or null")
+    return value
+
+
+def _dead_letter(body: Any) -> dict[str, Any]:
+    obj = _object(body, "Dead letter policy", ("maxRedeliverCount", "deadLetterTopic", "initialSubscriptionName"))
+    topic = _optional_str(obj, "deadLetterTopic")
+    if topic is not None:
+        try:
+            name = TopicName.parse(topic)
+        except InvalidTopicName as exc:
+            raise AdminError(412, f"deadLetterTopic: {exc}") from None
+        if not name.persistent:
+            raise AdminError(412, "deadLetterTopic must be a persistent topic")
+    return {
+        "maxRedeliverCount": _int(obj, "maxRedeliverCount", None, 1),
+        "deadLetterTopic": topic,
+        "initialSubscriptionName": _optional_str(obj, "initialSubscriptionName"),
+    }
+
+
+def _backoff(body: Any) -> dict[str, Any]:
+    obj = _object(body, "Redelivery backoff", ("minDelayMs", "maxDelayMs", "multiplier"))
+    low = _int(obj, "minDelayMs", None, 1)
+    high = _int(obj, "maxDelayMs", max(low, 60_000), low)
+    mult = obj.get("multiplier", 2.0)
+    if isinstance(mult, bool) or not isinstance(mult, int | float):
+        raise AdminError(400, f"multiplier must be a number, got {mult!r}")
+    if not 1.0 <= mult <= 100.0:
+        raise AdminError(412, f"multiplier must be between 1 and 100, got {mult}")
+    return {"minDelayMs": low, "maxDelayMs": high, "multiplier": float(mult)}

@@ -1,0 +1,49 @@
+# Resolving the topic and subscription an admin request names, with Pulsar's
+# errors: 404 for an unknown topic or subscription, 405 where an operation is
+# not allowed on a non-persistent or partitioned topic. Operations Pulsar
+# applies to every partition of a partitioned topic use partition_targets.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from letterbox.admin.http_errors import AdminError
+from letterbox.broker.topic import PersistentTopic
+from letterbox.broker.topic_name import TopicName
+
+if TYPE_CHECKING:
+    from letterbox.admin.server import AdminServer
+    from letterbox.broker.subscription import Subscription
+
+
+def persistent_topic(admin: AdminServer, name: TopicName, what: str) -> PersistentTopic:
+    """A non-partitioned persistent topic (or one partition); `what` names the
+    operation in the error of a partitioned or non-persistent topic."""
+    if not name.persistent:
+        raise AdminError(405, f"{what} on a non-persistent topic is not allowed")
+    if admin.service.partitions_of(name) > 0:
+        raise AdminError(405, f"{what} on a partitioned topic is not allowed; use one of its partitions")
+    topic = admin.existing_topic(name)
+    assert isinstance(topic, PersistentTopic)
+    return topic
+
+
+def partition_targets(admin: AdminServer, name: TopicName, what: str) -> list[PersistentTopic]:
+    """The topic itself, or every partition of a partitioned topic."""
+    if not name.persistent:
+        raise AdminError(405, f"{what} on a non-persistent topic is not allowed")
+    n = admin.service.partitions_of(name)
+    if n == 0:
+        return [persistent_topic(admin, name, what)]
+    topics: list[PersistentTopic] = []
+    for i in range(n):
+        topic = admin.service.get_topic(name.partition(i), create=True)
+        assert isinstance(topic, PersistentTopic)
+        topics.append(topic)
+    return topics
+
+
+def subscription(topic: PersistentTopic, name: str) -> Subscription:
+    sub = topic.subscriptions.get(name)
+    if sub is None or not sub.durable:
+        raise AdminError(404, f"Subscription {name} not found on topic {topic.name}")
+    return sub

@@ -1,0 +1,64 @@
+# Message TTL (Pulsar's message_ttl_in_seconds namespace policy): a periodic
+# check that expires, in every subscription of the loaded persistent topics of
+# a namespace with a TTL, the messages published longer ago than the TTL.
+# What expiring means is subscription_admin.expire's: dead-lettered with
+# reason "expired" where a dead-letter policy applies, acknowledged otherwise
+# (as Pulsar does). Pulsar checks every few minutes; letterbox checks every
+# CHECK_SECONDS, so a message outlives its TTL by at most that much.
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from letterbox.broker.service import BrokerService
+
+log = logging.getLogger("letterbox.expiry")
+CHECK_SECONDS = 1.0
+
+
+class MessageExpiryMonitor:
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(CHECK_SECONDS)
+            try:
+                await self.check()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("message expiry check failed")
+
+    async def check(self) -> int:
+        """One pass over the loaded topics; returns the entries expired."""
+        from letterbox.broker.subscription_admin import expire
+        from letterbox.broker.topic import PersistentTopic
+
+        policies = self.service.namespace_policies
+        expired = 0
+        for topic in list(self.service.topics.values()):
+            if not isinstance(topic, PersistentTopic):
+                continue
+            ttl = policies.get(topic.name.namespace_name).ttl_seconds
+            if not ttl or ttl <= 0:
+                continue
+            for sub in list(topic.subscriptions.values()):
+                if sub.durable:
+                    expired += await expire(sub, ttl)
+        return expired

@@ -1,0 +1,119 @@
+# Operations the admin API performs on one subscription: skip N messages,
+# clear the backlog, reset the cursor (to an entry or a publish time), expire
+# messages older than an age, peek the n-th unacknowledged message, and
+# disconnect the consumers. Every change is made on the cursor first, then
+# made durable (cursor flush or one storage transaction) before the call
+# returns, so an admin call that answered survives a crash.
+# Effects on connected consumers follow Pulsar: a reset disconnects them (the
+# client re-subscribes and receives from the new position); skipped, cleared
+# and expired messages are acknowledged, so the dispatcher never sends them
+# (messages a consumer already holds are forgotten as if it had acked them).
+# Expiry dead-letters instead of acknowledging when a dead-letter policy
+# applies to the subscription (reason "expired").
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from letterbox.broker.dead_letter_router import move_to_dead_letter
+from letterbox.message_properties import REASON_EXPIRED
+from letterbox.protocol import commands
+
+if TYPE_CHECKING:
+    from letterbox.broker.subscription import Subscription
+    from letterbox.storage.entry import Entry
+
+DEAD_LETTER_CHUNK = 500
+
+
+def disconnect_consumers(sub: Subscription) -> None:
+    for consumer in list(sub.consumers):
+        consumer.cnx.write(commands.close_consumer(consumer.consumer_id))
+        consumer.cnx.consumers.pop(consumer.consumer_id, None)
+        sub.remove_consumer(consumer)
+
+
+def unacked_entries(sub: Subscription, below: int | None = None, limit: int | None = None) -> list[int]:
+    """Entry ids not (fully) acknowledged, oldest first, below entry `below`."""
+    ledger = sub.topic.ledger
+    last = ledger.last_confirmed.entry_id if below is None else min(below - 1, ledger.last_confirmed.entry_id)
+    start = max(sub.cursor.mark_delete.entry_id + 1, ledger.first_position.entry_id)
+    out: list[int] = []
+    for eid in range(start, last + 1):
+        if not sub.cursor.is_acked(eid):
+            out.append(eid)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def _forget(sub: Subscription, entry_ids: list[int]) -> None:
+    for eid in entry_ids:
+        sub.settle_acknowledged(eid)
+
+
+async def skip(sub: Subscription, n: int) -> int:
+    """Acknowledge the oldest `n` unacknowledged entries; returns how many."""
+    ids = unacked_entries(sub, limit=n)
+    if ids:
+        sub.cursor.ack(ids)
+        _forget(sub, ids)
+    await sub.cursor.flush()
+    return len(ids)
+
+
+async def clear_backlog(sub: Subscription) -> None:
+    last = sub.topic.ledger.last_confirmed.entry_id
+    pending = [e for c in sub.consumers for e in c.pending if e <= last]
+    if last > sub.cursor.mark_delete.entry_id:
+        sub.cursor.ack_cumulative(last)
+    _forget(sub, pending)
+    await sub.cursor.flush()
+
+
+async def reset_cursor(sub: Subscription, next_entry_id: int) -> None:
+    """Move the subscription so that `next_entry_id` is the next message delivered;
+    connected consumers are disconnected and receive from there when they return."""
+    ledger = sub.topic.ledger
+    next_entry_id = max(ledger.first_position.entry_id, min(next_entry_id, ledger.last_confirmed.entry_id + 1))
+    sub.reset_to(next_entry_id)
+    disconnect_consumers(sub)
+    await sub.cursor.flush()
+
+
+def entry_at_time(sub: Subscription, timestamp_ms: int) -> int:
+    """The first entry published at or after `timestamp_ms`."""
+    return sub.topic.ledger.find_entry_by_publish_time(timestamp_ms).entry_id
+
+
+async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = None) -> int:
+    """Expire unacknowledged messages published more than `max_age_seconds` ago:
+    dead-letter them (reason "expired") when a dead-letter policy applies, else
+    acknowledge them. Returns the entries expired."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    boundary = sub.topic.ledger.find_entry_by_publish_time(now_ms - max_age_seconds * 1000 + 1).entry_id
+    dl = sub.policy.dead_letter if sub.durable else None
+    if dl is None:
+        ids = unacked_entries(sub, below=boundary)
+        pending = [e for c in sub.consumers for e in c.pending if e < boundary]
+        if boundary - 1 > sub.cursor.mark_delete.entry_id:
+            sub.cursor.ack_cumulative(boundary - 1)
+        _forget(sub, pending)
+        await sub.cursor.flush()
+        return len(ids)
+    expired = 0
+    while True:
+        ids = unacked_entries(sub, below=boundary, limit=DEAD_LETTER_CHUNK)
+        if not ids:
+            return expired
+        await move_to_dead_letter(sub, ids, REASON_EXPIRED, dl.topic, dl.initial_subscription)
+        _forget(sub, ids)
+        expired += len(ids)
+
+
+def peek_nth(sub: Subscription, n: int) -> Entry | None:
+    """The n-th (1-based) unacknowledged entry of the subscription, or None."""
+    ids = unacked_entries(sub, limit=n)
+    if len(ids) < n:
+        return None
+    return sub.topic.ledger.read_entry(ids[n - 1])
