@@ -179,9 +179,11 @@ class RetryConsumer:
         return self._main
 
     def acknowledge(self, msg: pulsar.Message) -> None:
+        """Acknowledge `msg` (from the topic or the retry topic)."""
         self._consumer_of(msg).acknowledge(msg)
 
     def negative_acknowledge(self, msg: pulsar.Message) -> None:
+        """Have `msg` redelivered after the negative-ack delay; counts as a delivery."""
         self._consumer_of(msg).negative_acknowledge(msg)
         self._counters.nack.inc()
 
