@@ -1,0 +1,176 @@
+# Everything the Spark source and sink say to the broker, through the
+# official `pulsar` client (never a re-implementation of the protocol): topic
+# partitions, the last position of a partition, reading a position range with
+# a Reader, and the durable subscription whose cursor follows Spark's commits.
+#
+# Invariant of `read_range`: it yields exactly the messages of the entries in
+# [start, end), in log order; if entries in that range are gone (deleted by
+# retention) it raises DataLossError, or, with fail_on_data_loss=False, skips
+# them.
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pulsar
+
+from letterbox.spark.offsets import EARLIEST, Position
+from letterbox.spark.options import SparkOptionError, split_partition
+
+log = logging.getLogger("letterbox.spark")
+
+
+class DataLossError(RuntimeError):
+    """Messages Spark asked for are no longer stored (deleted by retention)."""
+
+
+def open_client(service_url: str, operation_timeout_s: int = 30) -> pulsar.Client:
+    quiet = logging.getLogger("letterbox.spark.pulsar-client")
+    quiet.setLevel(logging.ERROR)
+    return pulsar.Client(service_url, operation_timeout_seconds=operation_timeout_s, logger=quiet)
+
+
+def partition_topics(client: pulsar.Client, topic: str) -> list[str]:
+    """The partition topics of `topic`, or [topic] when it is not partitioned."""
+    parts: list[str] = client.get_topic_partitions(topic)
+    return parts or [topic]
+
+
+def pattern_topics(admin_url: str, pattern: str) -> list[str]:
+    """Topics (partitioned parents, not their partitions) whose full name matches `pattern`."""
+    m = re.match(r"^(persistent|non-persistent)://([^/]+)/([^/]+)/", pattern)
+    if not m:
+        raise SparkOptionError(
+            "option topics_pattern must start with the namespace, e.g. persistent://public/default/orders-.*"
+        )
+    domain, tenant, ns = m.groups()
+    url = f"{admin_url.rstrip('/')}/admin/v2/{domain}/{tenant}/{ns}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            names = json.load(resp)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise SparkOptionError(f"cannot list the topics of {tenant}/{ns} at {url}: {exc}") from None
+    rx = re.compile(pattern)
+    parents = {split_partition(str(n))[0] for n in names}
+    return sorted(t for t in parents if rx.fullmatch(t))
+
+
+def position_of(msg: Any) -> Position:
+    mid = msg.message_id()
+    return Position(mid.ledger_id(), mid.entry_id())
+
+
+def end_after_last(last: Any) -> Position:
+    """The offset just past the last entry a GetLastMessageId answer names (EARLIEST if empty)."""
+    ledger, entry = last.ledger_id(), last.entry_id()
+    if ledger < 0 or entry < 0:
+        return EARLIEST if ledger < 0 else Position(ledger, 0)
+    return Position(ledger, entry + 1)
+
+
+def _message_id(topic: str, pos: Position) -> Any:
+    return pulsar.MessageId(split_partition(topic)[1], pos.ledger, pos.entry, -1)
+
+
+def read_range(
+    client: pulsar.Client,
+    topic: str,
+    start: Position,
+    end: Position,
+    timeout_ms: int,
+    fail_on_data_loss: bool,
+) -> Iterator[Any]:
+    """Messages of the entries in [start, end) of one partition topic."""
+    if end.is_earliest or end <= start:
+        return
+    start_id = pulsar.MessageId.earliest if start.is_earliest else _message_id(topic, start)
+    reader = client.create_reader(topic, start_id, start_message_id_inclusive=True, receiver_queue_size=2000)
+    try:
+        last: Position | None = None
+        while reader.has_message_available():
+            msg = reader.read_next(timeout_ms)
+            pos = position_of(msg)
+            if pos >= end:
+                return
+            if last is None:
+                if not start.is_earliest and pos > start:
+                    _lost(topic, start, pos, fail_on_data_loss)
+            elif pos.ledger == last.ledger and pos.entry > last.entry + 1:
+                _lost(topic, Position(last.ledger, last.entry + 1), pos, fail_on_data_loss)
+            last = pos
+            yield msg
+        if last is None and start.is_earliest:
+            return  # "earliest" is whatever is still stored
+        have = start if last is None else Position(last.ledger, last.entry + 1)
+        if have < end:
+            _lost(topic, have, end, fail_on_data_loss)
+    finally:
+        reader.close()
+
+
+def _lost(topic: str, frm: Position, to: Position, fail: bool) -> None:
+    text = f"{topic}: entries {frm} to {to} (exclusive) are no longer stored"
+    if fail:
+        raise DataLossError(text + "; set fail_on_data_loss=false to skip them")
+    log.warning("%s; skipping them (fail_on_data_loss=false)", text)
+
+
+class SubscriptionCursor:
+    """The durable subscription of a streaming query on one partition topic.
+
+    It never receives messages (receiver queue 0); it answers "where does the
+    partition end" and moves the subscription's mark-delete position to what
+    Spark committed, by a cumulative acknowledgement.
+    """
+
+    def __init__(self, client: pulsar.Client, topic: str, subscription: str) -> None:
+        self.topic = topic
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.consumer = client.subscribe(
+                    topic,
+                    subscription,
+                    consumer_type=pulsar.ConsumerType.Failover,
+                    receiver_queue_size=0,
+                    initial_position=pulsar.InitialPosition.Earliest,
+                )
+                return
+            except pulsar.ConsumerBusy:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def end(self) -> Position:
+        return end_after_last(self.consumer.get_last_message_id())
+
+    def commit(self, pos: Position) -> None:
+        if pos.is_earliest or pos.entry <= 0:
+            return
+        self.consumer.acknowledge_cumulative(_message_id(self.topic, Position(pos.ledger, pos.entry - 1)))
+
+    def close(self) -> None:
+        with contextlib.suppress(pulsar.PulsarException):
+            self.consumer.close()
+
+
+def last_position(client: pulsar.Client, topic: str) -> Position:
+    """Offset just past the last entry of a partition topic, via a short-lived probe subscription."""
+    sub = f"letterbox-spark-probe-{time.time_ns()}"
+    consumer = client.subscribe(
+        topic, sub, receiver_queue_size=0, initial_position=pulsar.InitialPosition.Latest
+    )
+    try:
+        return end_after_last(consumer.get_last_message_id())
+    finally:
+        try:
+            consumer.unsubscribe()
+        except pulsar.PulsarException:
+            consumer.close()

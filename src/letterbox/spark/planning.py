@@ -1,0 +1,106 @@
+# Driver-side planning shared by the batch and the streaming reader: which
+# partition topics a query reads, where each starts and ends, and how the
+# ranges are cut into Spark input partitions (one per topic partition at
+# least, more when min_partitions asks for it).
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pulsar
+from pyspark.sql.datasource import InputPartition
+
+from letterbox.spark.broker_io import (
+    last_position,
+    open_client,
+    partition_topics,
+    pattern_topics,
+    read_range,
+)
+from letterbox.spark.offsets import EARLIEST, Position
+from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError, split_partition
+from letterbox.spark.schema import BatchBuilder
+
+
+@dataclass(frozen=True)
+class PartitionTopic:
+    parent: str  # the topic as named by the user
+    name: str  # the partition topic (== parent when not partitioned)
+    index: int  # partition index, -1 when not partitioned
+
+
+def resolve_topics(opts: ReadOptions, client: pulsar.Client) -> list[PartitionTopic]:
+    topics = list(opts.topics)
+    if opts.topics_pattern is not None:
+        admin = opts.admin_url or (opts.service_url if opts.service_url.startswith("http") else None)
+        if admin is None:
+            raise SparkOptionError("option topics_pattern needs admin_url (the broker's admin HTTP address)")
+        topics = pattern_topics(admin, opts.topics_pattern)
+    topics += [t for t in opts.retry_tiers if t not in topics]
+    out: list[PartitionTopic] = []
+    for t in topics:
+        for p in partition_topics(client, t):
+            out.append(PartitionTopic(t, p, split_partition(p)[1]))
+    return out
+
+
+def resolve(spec: OffsetSpec, pt: PartitionTopic, client: pulsar.Client, latest: Position | None) -> Position:
+    if isinstance(spec, dict):
+        per = spec.get(pt.parent, spec.get(pt.name))
+        value: Position | str = "earliest" if per is None else per.get(pt.index, "earliest")
+    else:
+        value = spec
+    if value == "earliest":
+        return EARLIEST
+    if value == "latest":
+        return latest if latest is not None else last_position(client, pt.name)
+    assert isinstance(value, Position)
+    return value
+
+
+class TopicRange(InputPartition):
+    """Entries [start, end) of one partition topic, read by one Spark task."""
+
+    def __init__(self, pt: PartitionTopic, start: Position, end: Position) -> None:
+        super().__init__((pt.name, tuple(start), tuple(end)))
+        self.pt = pt
+        self.start = start
+        self.end = end
+
+
+def split_ranges(ranges: list[TopicRange], min_partitions: int) -> list[TopicRange]:
+    """Cut the largest ranges in halves until there are at least min_partitions."""
+    out = list(ranges)
+    while len(out) < min_partitions:
+        best = max(out, key=_size, default=None)
+        if best is None or _size(best) < 2:
+            break
+        lo = best.start if not best.start.is_earliest else Position(best.end.ledger, 0)
+        mid = Position(lo.ledger, lo.entry + _size(best) // 2)
+        i = out.index(best)
+        out[i : i + 1] = [TopicRange(best.pt, best.start, mid), TopicRange(best.pt, mid, best.end)]
+    return out
+
+
+def _size(r: TopicRange) -> int:
+    if r.end.is_earliest or r.end <= r.start:
+        return 0
+    if r.start.is_earliest:
+        return r.end.entry
+    return r.end.entry - r.start.entry if r.start.ledger == r.end.ledger else 0
+
+
+def read_partition(opts: ReadOptions, part: TopicRange) -> Iterator[Any]:
+    """Arrow record batches of one TopicRange (runs in a Spark executor)."""
+    client = open_client(opts.service_url)
+    try:
+        builder = BatchBuilder(part.pt.parent, part.pt.index)
+        for msg in read_range(client, part.pt.name, part.start, part.end, opts.read_timeout_ms, opts.fail_on_data_loss):
+            builder.add(msg)
+            if len(builder) >= opts.arrow_batch_size:
+                yield builder.build()
+        if len(builder):
+            yield builder.build()
+    finally:
+        client.close()
