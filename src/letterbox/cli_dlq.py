@@ -193,18 +193,25 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
         body["ratePerSecond"] = rate
     moved, remaining = 0, matched
     show_bar = not a.json and goal > chunk
-    with click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True,
-                           hidden=not show_bar) as bar:
-        while moved < goal:
-            want = min(chunk, goal - moved)
-            timeout = HTTP_TIMEOUT + (want / rate if rate else 0)
-            res = a.client.post_json(path, {**body, "maxMessages": want, "dryRun": False}, timeout=timeout) or {}
-            step = int(res.get("moved") or 0)
-            remaining = int(res.get("remaining") or 0)
-            moved += step
-            bar.update(step)
-            if step == 0 or remaining == 0:
-                break
+    try:
+        with click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True,
+                               hidden=not show_bar) as bar:
+            while moved < goal:
+                want = min(chunk, goal - moved)
+                timeout = HTTP_TIMEOUT + (want / rate if rate else 0)
+                res = a.client.post_json(path, {**body, "maxMessages": want, "dryRun": False},
+                                         timeout=timeout) or {}
+                step = int(res.get("moved") or 0)
+                remaining = int(res.get("remaining") or 0)
+                moved += step
+                bar.update(step)
+                if step == 0 or remaining == 0:
+                    break
+    except KeyboardInterrupt:
+        raise click.ClickException(
+            f"interrupted after moving {moved} of {goal} messages; run the same command again "
+            "to move the rest (nothing is moved twice)"
+        ) from None
     result = {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False}
     if a.json:
         echo_json(result)
