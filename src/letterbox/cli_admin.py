@@ -203,3 +203,65 @@ def namespaces_set_ttl(a: AdminContext, namespace: tuple[str, str], ttl: str) ->
     a.client.request("POST", namespace_path(namespace) + "/messageTTL", seconds)
     a.done(f"Message TTL of {'/'.join(namespace)} set to {seconds} seconds",
            namespace="/".join(namespace), messageTTL=seconds)
+
+
+# --- letterbox extensions: dead-letter and backoff policies of a namespace ----------------
+@namespaces.command("set-dead-letter-policy")
+@click.argument("namespace", type=NAMESPACE)
+@click.option("--max-redeliver-count", "-c", type=click.IntRange(min=0), required=True,
+              help="Redeliveries allowed before the broker dead-letters a message.")
+@click.option("--dead-letter-topic", "-t", help="Dead letter topic [<topic>-<subscription>-DLQ].")
+@click.option("--initial-subscription", "-i", help="Subscription created on the dead letter topic.")
+@output_option
+@pass_admin
+def namespaces_set_dlq(a: AdminContext, namespace: tuple[str, str], max_redeliver_count: int,
+                       dead_letter_topic: str | None, initial_subscription: str | None) -> None:
+    """Dead-letter policy for every subscription in NAMESPACE (letterbox extension)."""
+    body: dict[str, object] = {"maxRedeliverCount": max_redeliver_count}
+    if dead_letter_topic:
+        body["deadLetterTopic"] = dead_letter_topic
+    if initial_subscription:
+        body["initialSubscriptionName"] = initial_subscription
+    a.client.request("POST", namespace_path(namespace) + "/letterbox/deadLetterPolicy", body)
+    a.done(f"Dead-letter policy of {'/'.join(namespace)} set: after {max_redeliver_count} redeliveries",
+           namespace="/".join(namespace), deadLetterPolicy=body)
+
+
+@namespaces.command("set-redelivery-backoff")
+@click.argument("namespace", type=NAMESPACE)
+@click.option("--min-delay-ms", type=click.IntRange(min=0), required=True, help="First redelivery delay.")
+@click.option("--max-delay-ms", type=click.IntRange(min=0), help="Cap on the delay [60000].")
+@click.option("--multiplier", type=float, help="Growth per redelivery [2].")
+@output_option
+@pass_admin
+def namespaces_set_backoff(a: AdminContext, namespace: tuple[str, str], min_delay_ms: int,
+                           max_delay_ms: int | None, multiplier: float | None) -> None:
+    """Redelivery backoff for every subscription in NAMESPACE (letterbox extension)."""
+    body: dict[str, object] = {"minDelayMs": min_delay_ms}
+    if max_delay_ms is not None:
+        body["maxDelayMs"] = max_delay_ms
+    if multiplier is not None:
+        body["multiplier"] = multiplier
+    a.client.request("POST", namespace_path(namespace) + "/letterbox/redeliveryBackoff", body)
+    a.done(f"Redelivery backoff of {'/'.join(namespace)} set: from {min_delay_ms} ms",
+           namespace="/".join(namespace), redeliveryBackoff=body)
+
+
+_REMOVABLE = {
+    "deduplication": "/deduplication",
+    "retention": "/retention",
+    "message-ttl": "/messageTTL",
+    "dead-letter-policy": "/letterbox/deadLetterPolicy",
+    "redelivery-backoff": "/letterbox/redeliveryBackoff",
+}
+
+
+@namespaces.command("remove-policy")
+@click.argument("namespace", type=NAMESPACE)
+@click.argument("policy", type=click.Choice(list(_REMOVABLE)))
+@output_option
+@pass_admin
+def namespaces_remove_policy(a: AdminContext, namespace: tuple[str, str], policy: str) -> None:
+    """Remove one policy of NAMESPACE, back to the broker's default."""
+    a.client.request("DELETE", namespace_path(namespace) + _REMOVABLE[policy])
+    a.done(f"Removed {policy} from {'/'.join(namespace)}", namespace="/".join(namespace), policy=policy)

@@ -81,3 +81,22 @@ def test_namespace_policies(broker: BrokerProcess) -> None:
     ok(admin(broker, "namespaces", "set-deduplication", "public/cli-policies", "--disable"))
     assert ok_json(admin(broker, "namespaces", "policies", "public/cli-policies", "-o", "json"))[
         "deduplicationEnabled"] is False
+
+
+def test_letterbox_namespace_policies(broker: BrokerProcess) -> None:
+    ns = "public/cli-lb-policies"
+    ok(admin(broker, "namespaces", "create", ns))
+    ok(admin(broker, "namespaces", "set-dead-letter-policy", ns, "-c", "3", "-i", "audit"))
+    ok(admin(broker, "namespaces", "set-redelivery-backoff", ns, "--min-delay-ms", "500", "--multiplier", "3"))
+    policies = ok_json(admin(broker, "namespaces", "policies", ns, "-o", "json"))
+    assert policies["letterbox_dead_letter_policy"]["maxRedeliverCount"] == 3
+    assert policies["letterbox_dead_letter_policy"]["initialSubscriptionName"] == "audit"
+    assert policies["letterbox_redelivery_backoff"]["minDelayMs"] == 500
+    assert policies["letterbox_redelivery_backoff"]["multiplier"] == 3
+    refused = admin(broker, "namespaces", "set-redelivery-backoff", ns, "--min-delay-ms", "1", "--multiplier", "0")
+    assert refused.exit_code == 1 and "multiplier" in refused.stderr and "(HTTP 412)" in refused.stderr
+    ok(admin(broker, "namespaces", "remove-policy", ns, "redelivery-backoff"))
+    ok(admin(broker, "namespaces", "remove-policy", ns, "dead-letter-policy"))
+    policies = ok_json(admin(broker, "namespaces", "policies", ns, "-o", "json"))
+    assert "letterbox_redelivery_backoff" not in policies or policies["letterbox_redelivery_backoff"] is None
+    assert "letterbox_dead_letter_policy" not in policies or policies["letterbox_dead_letter_policy"] is None
