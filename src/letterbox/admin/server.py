@@ -49,6 +49,7 @@ class AdminServer:
         # Imported here: the route modules import this one for AdminServer.
         from letterbox.admin import (
             routes_cluster,
+            routes_dead_letters,
             routes_messages,
             routes_move,
             routes_namespace_policies,
@@ -65,6 +66,7 @@ class AdminServer:
             routes_subscriptions.register,
             routes_messages.register,
             routes_namespace_policies.register,
+            routes_dead_letters.register,
         ]
         for register in registrars:
             register(self, app.router)

@@ -111,7 +111,8 @@ class StatsTracker:
             "waitingPublishers": 0,
             "subscriptions": subs,
             "replication": {},
-            "deduplicationStatus": "Enabled" if self.service.config.deduplication_enabled else "Disabled",
+            "deduplicationStatus": "Enabled" if self.service.namespace_policies.deduplication(
+                topic.name.namespace_name) else "Disabled",
             "nonContiguousDeletedMessagesRanges": sum(
                 int(s.get("nonContiguousDeletedMessagesRanges", 0)) for s in subs.values()
             ),

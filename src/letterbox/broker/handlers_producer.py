@@ -108,7 +108,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         cnx.write(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
         return
     assert isinstance(topic, PersistentTopic)
-    if cnx.service.config.deduplication_enabled and seq <= producer.highest_sequence_pushed:
+    if topic.deduplication_enabled() and seq <= producer.highest_sequence_pushed:
         _chain(cnx, producer, None, seq, highest)
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)

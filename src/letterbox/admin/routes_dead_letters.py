@@ -1,0 +1,178 @@
+# Dead-letter operations (letterbox extensions; broker/dead_letters.py and
+# broker/redrive.py do the work):
+#   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
+#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
+#   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...)
+#   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
+# Request bodies are checked field by field before anything runs (400 for
+# malformed JSON, unknown fields or wrong types, 412 for out-of-range values).
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from letterbox.admin.http_errors import AdminError
+from letterbox.admin.request_parsing import (
+    NAMESPACE_BASE,
+    TOPIC_BASE,
+    json_body,
+    namespace_of,
+    topic_name,
+)
+from letterbox.admin.topic_lookup import persistent_topic
+from letterbox.broker import redrive as rd
+from letterbox.broker.dead_letters import (
+    DeadLetter,
+    DeadLetterFilter,
+    is_dead_letter_topic,
+    live_dead_letters,
+    summary,
+)
+from letterbox.broker.topic import PersistentTopic
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import InvalidTopicName
+
+if TYPE_CHECKING:
+    from letterbox.admin.server import AdminServer
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 10_000
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "dryRun")
+REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond")
+
+
+def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+    routes = DeadLetterRoutes(admin)
+    router.add_get(NAMESPACE_BASE + "/letterbox/deadLetterTopics", routes.topics)
+    router.add_get(TOPIC_BASE + "/letterbox/deadLetters", routes.messages)
+    router.add_post(TOPIC_BASE + "/letterbox/redrive", routes.redrive)
+    router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
+
+
+def message_json(dl: DeadLetter) -> dict[str, Any]:
+    try:
+        text: str | None = dl.payload.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {
+        "messageId": dl.message_id,
+        "key": dl.key,
+        "properties": dl.properties,
+        "publishTime": dl.publish_time,
+        "eventTime": dl.event_time or None,
+        "payloadBase64": base64.b64encode(dl.payload).decode(),
+        "payloadText": text,
+    }
+
+
+def _opt_int(body: dict[str, Any], key: str, minimum: int) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AdminError(400, f"{key} must be an integer, got {value!r}")
+    if value < minimum:
+        raise AdminError(412, f"{key} must be >= {minimum}, got {value}")
+    return value
+
+
+def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter, bool, dict[str, Any]]:
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise AdminError(400, "Body must be a JSON object")
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise AdminError(400, f"Unknown field(s) {unknown}; known: {list(allowed)}")
+    reason = body.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise AdminError(400, f"reason must be a string, got {reason!r}")
+    props = body.get("properties") or {}
+    if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+        raise AdminError(400, "properties must be an object of string values")
+    dry_run = body.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise AdminError(400, "dryRun must be true or false")
+    flt = DeadLetterFilter(
+        reason=reason,
+        properties=props,
+        after_ms=_opt_int(body, "deadLetteredAfter", 0),
+        before_ms=_opt_int(body, "deadLetteredBefore", 0),
+    )
+    return flt, dry_run, body
+
+
+class DeadLetterRoutes:
+    def __init__(self, admin: AdminServer) -> None:
+        self.admin = admin
+        self.service = admin.service
+
+    def _dlq(self, request: web.Request) -> PersistentTopic:
+        return persistent_topic(self.admin, topic_name(request), "Dead-letter operations")
+
+    async def topics(self, request: web.Request) -> web.Response:
+        ns = namespace_of(request)
+        self.admin.require_namespace(ns)
+        out = []
+        for name in self.service.list_topics(ns):
+            tn = TopicName.parse(name)
+            if not tn.persistent or not self.service.topic_exists(tn):
+                continue
+            topic = self.service.get_topic(tn, create=False)
+            if isinstance(topic, PersistentTopic) and is_dead_letter_topic(topic):
+                out.append(summary(topic))
+        return web.json_response(out)
+
+    async def messages(self, request: web.Request) -> web.Response:
+        raw = request.query.get("limit", str(DEFAULT_LIMIT))
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise AdminError(412, f"limit must be an integer, got {raw!r}") from None
+        if not 1 <= limit <= MAX_LIMIT:
+            raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        flt = DeadLetterFilter(reason=request.query.get("reason"))
+        topic = self._dlq(request)
+        out = []
+        for dl in live_dead_letters(topic):
+            if flt.matches(dl):
+                out.append(message_json(dl))
+                if len(out) >= limit:
+                    break
+        return web.json_response(out)
+
+    async def redrive(self, request: web.Request) -> web.Response:
+        flt, dry_run, body = parse_filter(await json_body(request), REDRIVE_FIELDS)
+        target = body.get("target")
+        target_name = None
+        if target is not None:
+            if not isinstance(target, str):
+                raise AdminError(400, f"target must be a topic name, got {target!r}")
+            try:
+                target_name = TopicName.parse(target)
+            except InvalidTopicName as exc:
+                raise AdminError(412, f"target: {exc}") from None
+            if not target_name.persistent:
+                raise AdminError(412, "target must be a persistent topic")
+        rate = body.get("ratePerSecond")
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                raise AdminError(400, f"ratePerSecond must be a number, got {rate!r}")
+            if rate <= 0:
+                raise AdminError(412, f"ratePerSecond must be > 0, got {rate}")
+        req = rd.RedriveRequest(
+            filter=flt, target=target_name, max_messages=_opt_int(body, "maxMessages", 1),
+            rate_per_second=float(rate) if rate is not None else None, dry_run=dry_run,
+        )
+        result = await rd.redrive(self._dlq(request), req)
+        return web.json_response({
+            "matched": result.matched, "moved": result.moved,
+            "remaining": result.remaining, "dryRun": result.dry_run,
+        })
+
+    async def purge(self, request: web.Request) -> web.Response:
+        flt, dry_run, _ = parse_filter(await json_body(request), FILTER_FIELDS)
+        purged = await rd.purge(self._dlq(request), flt, dry_run)
+        return web.json_response({"purged": purged, "dryRun": dry_run})

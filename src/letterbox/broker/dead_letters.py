@@ -1,0 +1,173 @@
+# Reading dead letter topics (letterbox extension): the messages of a DLQ
+# topic one by one (batches opened), which of them are still "live", filters
+# over them, and per-topic summaries. A message is live until a redrive or a
+# purge marks it handled; the marks are the acknowledgements of one internal
+# durable subscription on the DLQ topic, HANDLED_SUBSCRIPTION (per entry, or
+# per batch index), so they persist with the cursor and move atomically with
+# a redrive's appends. The DLQ's own subscriptions are not touched.
+# A topic counts as a dead letter topic when its name ends in -DLQ or its
+# first live message carries DEAD_LETTER_REASON.
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from letterbox.message_properties import (
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_TIME,
+    REAL_TOPIC,
+    origin_message_id,
+)
+from letterbox.protocol import iter_single_messages, parse_headers_and_payload, pb
+from letterbox.protocol.compression import decompress
+
+if TYPE_CHECKING:
+    from letterbox.broker.subscription import Subscription
+    from letterbox.broker.topic import PersistentTopic
+    from letterbox.storage.entry import Entry
+
+HANDLED_SUBSCRIPTION = "letterbox-dlq-handled"
+NO_REASON = "unspecified"
+READ_CHUNK = 256
+
+
+@dataclass
+class DeadLetter:
+    entry_id: int
+    batch_index: int  # -1 outside a batch
+    batch_size: int  # 0 outside a batch
+    message_id: str  # ledger:entry:partition:batchIndex
+    properties: dict[str, str]
+    publish_time: int
+    event_time: int
+    payload: bytes
+    key: str | None = None
+    key_b64: bool = False
+    ordering_key: bytes | None = None
+    null_value: bool = False
+    schema_version: bytes | None = None
+
+    @property
+    def reason(self) -> str:
+        return self.properties.get(DEAD_LETTER_REASON) or NO_REASON
+
+    @property
+    def dead_lettered_at(self) -> int | None:
+        try:
+            return int(self.properties[DEAD_LETTER_TIME])
+        except (KeyError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class DeadLetterFilter:
+    reason: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    after_ms: int | None = None  # DEAD_LETTER_TIME >= after_ms
+    before_ms: int | None = None  # DEAD_LETTER_TIME < before_ms
+
+    def matches(self, dl: DeadLetter) -> bool:
+        if self.reason is not None and dl.properties.get(DEAD_LETTER_REASON) != self.reason:
+            return False
+        if any(dl.properties.get(k) != v for k, v in self.properties.items()):
+            return False
+        if self.after_ms is not None or self.before_ms is not None:
+            at = dl.dead_lettered_at
+            if at is None:
+                return False
+            if self.after_ms is not None and at < self.after_ms:
+                return False
+            if self.before_ms is not None and at >= self.before_ms:
+                return False
+        return True
+
+
+def handled_subscription(topic: PersistentTopic, create: bool) -> Subscription | None:
+    sub = topic.subscriptions.get(HANDLED_SUBSCRIPTION)
+    if sub is None and create:
+        sub = topic.subscription_for(HANDLED_SUBSCRIPTION, True, "earliest", None)
+    return sub
+
+
+def entry_messages(entry: Entry, partition: int, skip: frozenset[int] = frozenset()) -> list[DeadLetter]:
+    parsed = parse_headers_and_payload(entry.data)
+    meta = parsed.metadata
+    pos = entry.position
+    payload = decompress(meta.compression, bytes(parsed.payload), meta.uncompressed_size)
+    schema = meta.schema_version if meta.HasField("schema_version") else None
+    if not meta.HasField("num_messages_in_batch"):
+        return [DeadLetter(
+            entry_id=pos.entry_id, batch_index=-1, batch_size=0,
+            message_id=origin_message_id(pos.ledger_id, pos.entry_id, partition, -1),
+            properties={kv.key: kv.value for kv in meta.properties},
+            publish_time=meta.publish_time, event_time=meta.event_time, payload=payload,
+            key=meta.partition_key if meta.HasField("partition_key") else None,
+            key_b64=meta.partition_key_b64_encoded,
+            ordering_key=meta.ordering_key if meta.HasField("ordering_key") else None,
+            null_value=meta.null_value, schema_version=schema,
+        )]
+    out: list[DeadLetter] = []
+    size = meta.num_messages_in_batch
+    for index, (single, body) in enumerate(iter_single_messages(payload, size)):
+        if index in skip:
+            continue
+        out.append(_single(pos.ledger_id, pos.entry_id, partition, index, size, meta, single, body, schema))
+    return out
+
+
+def _single(ledger_id: int, entry_id: int, partition: int, index: int, size: int, meta: pb.MessageMetadata,
+            single: pb.SingleMessageMetadata, body: bytes, schema: bytes | None) -> DeadLetter:
+    return DeadLetter(
+        entry_id=entry_id, batch_index=index, batch_size=size,
+        message_id=origin_message_id(ledger_id, entry_id, partition, index),
+        properties={kv.key: kv.value for kv in single.properties},
+        publish_time=meta.publish_time,
+        event_time=single.event_time if single.HasField("event_time") else meta.event_time,
+        payload=body,
+        key=single.partition_key if single.HasField("partition_key") else None,
+        key_b64=single.partition_key_b64_encoded,
+        ordering_key=single.ordering_key if single.HasField("ordering_key") else None,
+        null_value=single.null_value, schema_version=schema,
+    )
+
+
+def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
+    """Messages of the topic not yet redriven or purged, in order, from `start_entry`."""
+    sub = handled_subscription(topic, create=False)
+    cursor = sub.cursor if sub is not None else None
+    ledger = topic.ledger
+    partition = topic.name.partition_index
+    eid = max(start_entry, ledger.first_position.entry_id)
+    if cursor is not None:
+        eid = max(eid, cursor.mark_delete.entry_id + 1)
+    while eid <= ledger.last_confirmed.entry_id:
+        entries = ledger.read_entries(eid, READ_CHUNK)
+        if not entries:
+            return
+        for entry in entries:
+            e = entry.position.entry_id
+            if cursor is not None and cursor.is_acked(e):
+                continue
+            skip = cursor.acked_indexes(e) if cursor is not None else frozenset()
+            yield from entry_messages(entry, partition, skip)
+        eid = entries[-1].position.entry_id + 1
+
+
+def is_dead_letter_topic(topic: PersistentTopic) -> bool:
+    if topic.name.partitioned_parent.local.endswith("-DLQ"):
+        return True
+    first = next(live_dead_letters(topic), None)
+    return first is not None and DEAD_LETTER_REASON in first.properties
+
+
+def summary(topic: PersistentTopic) -> dict[str, object]:
+    by_reason: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    total = 0
+    for dl in live_dead_letters(topic):
+        total += 1
+        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
+        source = dl.properties.get(REAL_TOPIC, "unknown")
+        sources[source] = sources.get(source, 0) + 1
+    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}

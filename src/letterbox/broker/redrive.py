@@ -1,0 +1,196 @@
+# Redrive and purge of a dead letter topic (letterbox extensions).
+# Redrive moves live dead letters that match a filter back to their
+# REAL_TOPIC (or a given target): each chunk of messages is appended to the
+# target(s) AND marked handled on the DLQ (dead_letters.HANDLED_SUBSCRIPTION)
+# in ONE storage transaction, so a redrive interrupted at any point (even
+# kill -9) and run again never moves a message twice and never loses one.
+# A redriven message is a new entry: payload, key, ordering key, event time,
+# schema version and the user's properties are kept, as are REAL_TOPIC and
+# ORIGIN_MESSAGE_ID; the dead-letter stamps (DEAD_LETTER_*, DELIVERY_COUNT,
+# FIRST/LAST_DELIVERY_TIME) are dropped, and its delivery count starts at 0.
+# Purge marks matching messages handled without moving them.
+# One redrive or purge runs at a time per DLQ topic (a lock), so two calls
+# cannot pick the same messages.
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from letterbox.broker.dead_letters import (
+    DeadLetter,
+    DeadLetterFilter,
+    handled_subscription,
+    live_dead_letters,
+)
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import NotAllowed
+from letterbox.message_properties import (
+    DEAD_LETTER_DESCRIPTION,
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_SUBSCRIPTION,
+    DEAD_LETTER_TIME,
+    DELIVERY_COUNT,
+    FIRST_DELIVERY_TIME,
+    LAST_DELIVERY_TIME,
+    REAL_TOPIC,
+)
+from letterbox.protocol import build_headers_and_payload, pb
+from letterbox.storage.managed_cursor import ManagedCursor
+from letterbox.storage.ops import WriteOp
+
+if TYPE_CHECKING:
+    from letterbox.broker.topic import PersistentTopic
+
+STAMPS = frozenset({
+    DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
+    DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME,
+})
+CHUNK = 100
+_locks: dict[str, asyncio.Lock] = {}
+
+
+@dataclass(frozen=True)
+class RedriveRequest:
+    filter: DeadLetterFilter
+    target: TopicName | None = None
+    max_messages: int | None = None
+    rate_per_second: float | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    matched: int
+    moved: int
+    remaining: int
+    dry_run: bool
+
+
+def _lock(topic: PersistentTopic) -> asyncio.Lock:
+    return _locks.setdefault(str(topic.name), asyncio.Lock())
+
+
+def _target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
+    if req.target is not None:
+        return req.target
+    real = dl.properties.get(REAL_TOPIC)
+    return TopicName.parse(real) if real else None
+
+
+def _matching(topic: PersistentTopic, flt: DeadLetterFilter, need_target: RedriveRequest | None,
+              start: int = 0) -> Iterator[DeadLetter]:
+    for dl in live_dead_letters(topic, start):
+        if flt.matches(dl) and (need_target is None or _target_of(dl, need_target) is not None):
+            yield dl
+
+
+def count_matching(topic: PersistentTopic, flt: DeadLetterFilter, req: RedriveRequest | None = None) -> int:
+    return sum(1 for _ in _matching(topic, flt, req))
+
+
+def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
+    meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
+    for k, v in dl.properties.items():
+        if k not in STAMPS:
+            meta.properties.add(key=k, value=v)
+    if dl.key is not None:
+        meta.partition_key = dl.key
+        if dl.key_b64:
+            meta.partition_key_b64_encoded = True
+    if dl.ordering_key is not None:
+        meta.ordering_key = dl.ordering_key
+    if dl.event_time:
+        meta.event_time = dl.event_time
+    if dl.null_value:
+        meta.null_value = True
+    if dl.schema_version is not None:
+        meta.schema_version = dl.schema_version
+    return build_headers_and_payload(meta, dl.payload)
+
+
+def _mark_handled(cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
+    plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
+    if plain:
+        cursor.ack(plain)
+    masks: dict[int, tuple[int, int]] = {}
+    for dl in chunk:
+        if dl.batch_index >= 0:
+            size, mask = masks.get(dl.entry_id, (dl.batch_size, 0))
+            masks[dl.entry_id] = (size, mask | 1 << dl.batch_index)
+    for eid, (size, mask) in masks.items():
+        cursor.ack_batch_mask(eid, size, mask)
+
+
+def _handled_cursor(topic: PersistentTopic) -> ManagedCursor:
+    sub = handled_subscription(topic, create=True)
+    assert sub is not None
+    if not isinstance(sub.cursor, ManagedCursor):
+        raise NotAllowed(f"subscription {sub.name} of {topic.name} is not durable")
+    return sub.cursor
+
+
+async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
+    from letterbox.broker.topic import PersistentTopic
+
+    service = topic.service
+    async with _lock(topic):
+        if req.dry_run:
+            matched = count_matching(topic, req.filter, req)
+            return RedriveResult(matched, 0, matched, True)
+        cursor = _handled_cursor(topic)
+        producer_name = f"{topic.name}-letterbox-redrive"
+        budget = req.max_messages
+        rate = req.rate_per_second
+        chunk_size = CHUNK if not rate else max(1, min(CHUNK, int(rate)))
+        moved, started, resume = 0, time.monotonic(), 0
+        while budget is None or moved < budget:
+            size = chunk_size if budget is None else min(chunk_size, budget - moved)
+            chunk: list[DeadLetter] = []
+            for dl in _matching(topic, req.filter, req, resume):
+                chunk.append(dl)
+                if len(chunk) >= size:
+                    break
+            if not chunk:
+                break
+            resume = chunk[-1].entry_id
+            targets: dict[str, PersistentTopic] = {}
+            for dl in chunk:
+                name = _target_of(dl, req)
+                assert name is not None
+                if str(name) not in targets:
+                    if name == topic.name:
+                        raise NotAllowed(f"cannot redrive {topic.name} into itself")
+                    target = service.get_topic(name, create=True)
+                    if not isinstance(target, PersistentTopic):
+                        raise NotAllowed(f"redrive target {name} must be a persistent topic")
+                    targets[str(name)] = target
+            now = int(time.time() * 1000)
+            ops: list[WriteOp] = []
+            for dl in chunk:
+                target = targets[str(_target_of(dl, req))]
+                data = redriven_entry(dl, producer_name, target.ledger.next_entry_id, now)
+                ops.append(target.ledger._prepare_append(data, 1, now))
+            _mark_handled(cursor, chunk)
+            ops.append(cursor.commit_op())
+            await service.store.transaction(ops)
+            moved += len(chunk)
+            if rate:
+                ahead = moved / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+        remaining = count_matching(topic, req.filter, req)
+        return RedriveResult(moved + remaining, moved, remaining, False)
+
+
+async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
+    async with _lock(topic):
+        chunk = list(_matching(topic, flt, None))
+        if dry_run or not chunk:
+            return len(chunk)
+        cursor = _handled_cursor(topic)
+        _mark_handled(cursor, chunk)
+        await topic.service.store.transaction([cursor.commit_op()])
+        return len(chunk)
