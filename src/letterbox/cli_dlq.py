@@ -12,6 +12,7 @@
 # unless --yes.
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,17 +57,19 @@ def dlq(ctx: click.Context, admin_url: str, output: str) -> None:
     ctx.obj = AdminContext(AdminClient(admin_url), output.lower())
 
 
+_FILTER_OPTIONS = [
+    click.option("--reason", "-r", help="Only messages dead-lettered for this reason "
+                 "(max-redeliveries, terminated, expired)."),
+    click.option("--property", "-p", "properties", type=KEY_VALUE, multiple=True,
+                 help="Only messages with this property (key=value); repeat to require several."),
+    click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
+    click.option("--until", help=f"Only messages dead-lettered before this time: {TIME_HELP}."),
+    click.option("--dry-run", is_flag=True, help="Only count what would be affected."),
+]
+
+
 def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    for opt in reversed([
-        click.option("--reason", "-r", help="Only messages dead-lettered for this reason "
-                     "(max-redeliveries, terminated, expired)."),
-        click.option("--property", "-p", "properties", type=KEY_VALUE, multiple=True,
-                     help="Only messages with this property (key=value); repeat to require several."),
-        click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
-        click.option("--until", help=f"Only messages dead-lettered before this time: {TIME_HELP}."),
-        click.option("--max-messages", type=click.IntRange(min=1), help="Act on at most this many messages."),
-        click.option("--dry-run", is_flag=True, help="Only count what would be affected."),
-    ]):
+    for opt in reversed(_FILTER_OPTIONS):
         f = opt(f)
     return f
 
@@ -153,11 +156,17 @@ def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | No
         click.echo("")
 
 
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+
 @dlq.command("redrive")
 @click.argument("dlq_topic", type=TOPIC)
 @click.option("--to", "target", type=TOPIC,
               help="Move to this topic instead of each message's REAL_TOPIC.")
 @_filter_options
+@click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many messages.")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="At most this many messages a second.")
 @output_option
 @pass_admin
@@ -194,8 +203,9 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
     moved, remaining = 0, matched
     show_bar = not a.json and goal > chunk
     try:
-        with click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True,
-                               hidden=not show_bar) as bar:
+        progress: Any = (click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True)
+                         if show_bar else contextlib.nullcontext(_NoBar()))
+        with progress as bar:
             while moved < goal:
                 want = min(chunk, goal - moved)
                 timeout = HTTP_TIMEOUT + (want / rate if rate else 0)
@@ -209,8 +219,8 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
                     break
     except KeyboardInterrupt:
         raise click.ClickException(
-            f"interrupted after moving {moved} of {goal} messages; run the same command again "
-            "to move the rest (nothing is moved twice)"
+            f"interrupted after {moved} of {goal} messages were moved (the call in flight may still "
+            "finish on the broker); run the same command again to move the rest: nothing is moved twice"
         ) from None
     result = {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False}
     if a.json:
@@ -220,10 +230,6 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
                    f"{remaining} matching messages remain")
 
 
-def _max(max_messages: int | None) -> dict[str, int]:
-    return {"maxMessages": max_messages} if max_messages else {}
-
-
 @dlq.command("purge")
 @click.argument("dlq_topic", type=TOPIC)
 @_filter_options
@@ -231,9 +237,9 @@ def _max(max_messages: int | None) -> dict[str, int]:
 @output_option
 @pass_admin
 def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, properties: tuple[tuple[str, str], ...],
-              since: str | None, until: str | None, max_messages: int | None, dry_run: bool, yes: bool) -> None:
+              since: str | None, until: str | None, dry_run: bool, yes: bool) -> None:
     """Delete dead letters for good (all, or those matching the filters)."""
-    body = {**_filters(reason, properties, since, until), **_max(max_messages)}
+    body = _filters(reason, properties, since, until)
     path = topic_path(dlq_topic) + "/letterbox/purge"
     if dry_run or not yes:
         probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
