@@ -83,3 +83,11 @@ def backlog(broker: BrokerProcess, topic: str, subscription: str, partitions: in
 def tmp_dir(tmp_path: Path, name: str) -> str:
     p = tmp_path / name
     return str(p)
+
+
+def msg_in(broker: BrokerProcess, topic: str) -> int:
+    """Messages stored on a (non-partitioned) topic since the broker started; 0 if it does not exist yet."""
+    try:
+        return int(topic_stats(broker, topic)["msgInCounter"])
+    except OSError:
+        return 0

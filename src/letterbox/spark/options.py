@@ -159,7 +159,6 @@ class WriteOptions:
     service_url: str
     topic: str | None
     producer_name: str | None
-    batching: bool = True
     send_timeout_ms: int = 30_000
 
     @classmethod
@@ -175,6 +174,5 @@ class WriteOptions:
             service_url=service_url,
             topic=full_topic_name(topic) if topic else None,
             producer_name=name,
-            batching=_bool(options, "batching", True),
             send_timeout_ms=_int(options, "send_timeout_ms", 30_000, 1) or 30_000,
         )

@@ -4,10 +4,16 @@
 # before any task runs.
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
-from letterbox.spark.options import ReadOptions
+from letterbox.spark.options import ReadOptions, WriteOptions
 from letterbox.spark.schema import SCHEMA
 
 
@@ -23,3 +29,18 @@ class LetterboxDataSource(DataSource):
         from letterbox.spark.reader import LetterboxBatchReader
 
         return LetterboxBatchReader(ReadOptions.parse(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from letterbox.spark.stream_reader import LetterboxStreamReader
+
+        return LetterboxStreamReader(ReadOptions.parse(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from letterbox.spark.writer import LetterboxBatchWriter
+
+        return LetterboxBatchWriter(WriteOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from letterbox.spark.writer import LetterboxStreamWriter
+
+        return LetterboxStreamWriter(WriteOptions.parse(self.options), schema)
