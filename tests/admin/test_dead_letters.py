@@ -102,6 +102,10 @@ def test_redrive_one_reason_keeps_keys_and_properties(broker: BrokerProcess, cli
         assert not any(k.startswith("DEAD_LETTER_") or k == "DELIVERY_COUNT" for k in props)
         assert msg.redelivery_count() == 0
 
+    # expiring "all subscriptions" of the DLQ does not touch the redrive/purge marks
+    assert call(base, "POST", P + "/orders-sub-DLQ/all_subscription/expireMessages/0")[0] == 204
+    assert _dlq_summary(base, dlq)["messages"] == 250
+
     # purge the rest
     body = json.dumps({"reason": "expired", "dryRun": True})
     assert call(base, "POST", P + "/orders-sub-DLQ/letterbox/purge", body) == (200, {"purged": 250, "dryRun": True})

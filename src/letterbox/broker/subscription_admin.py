@@ -9,13 +9,15 @@
 # and expired messages are acknowledged, so the dispatcher never sends them
 # (messages a consumer already holds are forgotten as if it had acked them).
 # Expiry dead-letters instead of acknowledging when a dead-letter policy
-# applies to the subscription (reason "expired").
+# applies to the subscription (reason "expired"). The internal subscription
+# that marks redriven/purged dead letters never expires.
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import move_to_dead_letter
+from letterbox.broker.dead_letters import HANDLED_SUBSCRIPTION
 from letterbox.message_properties import REASON_EXPIRED
 from letterbox.protocol import commands
 
@@ -90,6 +92,8 @@ async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = N
     """Expire unacknowledged messages published more than `max_age_seconds` ago:
     dead-letter them (reason "expired") when a dead-letter policy applies, else
     acknowledge them. Returns the entries expired."""
+    if sub.name == HANDLED_SUBSCRIPTION:
+        return 0  # its acknowledgements are redrive/purge marks, not consumption
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     boundary = sub.topic.ledger.find_entry_by_publish_time(now_ms - max_age_seconds * 1000 + 1).entry_id
     dl = sub.policy.dead_letter if sub.durable else None
