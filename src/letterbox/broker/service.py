@@ -87,8 +87,8 @@ class BrokerService:
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
-        if self.config.retention_time_minutes > 0:
-            self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+        # retention by time (broker default or a namespace policy) runs on a clock
+        self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
 
     def _expire_retained(self) -> None:
@@ -239,9 +239,6 @@ class BrokerService:
                 for sub in topic.subscriptions.values():
                     if sub.consumers:
                         sub.schedule_dispatch()
-        if retention_ms > 0 and self._housekeeping is None:
-            loop = asyncio.get_running_loop()
-            self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     # --- admin API support --------------------------------------------------
     async def start_admin(self) -> None:
