@@ -1,6 +1,7 @@
 """The admin REST API against a real broker: status codes and Pulsar's JSON field names."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -27,6 +28,31 @@ def test_clusters(api: Any) -> None:
     assert status == 200 and info["brokerServiceUrl"].startswith("pulsar://")
     status, err = api("GET", "/admin/v2/clusters/elsewhere")
     assert status == 404 and "reason" in err
+
+
+def test_cluster_register_update_delete(api: Any) -> None:
+    data = {"serviceUrl": "http://pulsar-east:8080", "brokerServiceUrl": "pulsar://pulsar-east:6650"}
+    body = json.dumps(data)
+    assert api("PUT", "/admin/v2/clusters/east", body)[0] == 204
+    assert api("PUT", "/admin/v2/clusters/east", body)[0] == 409
+    assert api("GET", "/admin/v2/clusters") == (200, ["standalone", "east"])
+    assert api("GET", "/admin/v2/clusters/east") == (200, data)
+    # a tenant may now name it
+    assert api("PUT", "/admin/v2/tenants/east-t", '{"allowedClusters": ["east"]}')[0] == 204
+    assert api("PUT", "/admin/v2/tenants/west-t", '{"allowedClusters": ["west"]}')[0] == 412
+    assert api("POST", "/admin/v2/clusters/east", '{"serviceUrl": "http://e2:8080"}')[0] == 204
+    assert api("GET", "/admin/v2/clusters/east") == (200, {"serviceUrl": "http://e2:8080"})
+    status, err = api("PUT", "/admin/v2/clusters/bad", '{"serviceUrl": 5}')
+    assert status == 400 and "serviceUrl" in err["reason"]
+    status, err = api("PUT", "/admin/v2/clusters/bad", "{}")
+    assert status == 412 and "serviceUrl" in err["reason"]
+    assert api("PUT", "/admin/v2/clusters/standalone", body)[0] == 409
+    assert api("DELETE", "/admin/v2/clusters/standalone")[0] == 412
+    assert api("POST", "/admin/v2/clusters/nowhere", body)[0] == 404
+    assert api("DELETE", "/admin/v2/tenants/east-t")[0] == 204
+    assert api("DELETE", "/admin/v2/clusters/east")[0] == 204
+    assert api("DELETE", "/admin/v2/clusters/east")[0] == 404
+    assert api("GET", "/admin/v2/clusters") == (200, ["standalone"])
 
 
 def test_health(api: Any) -> None:

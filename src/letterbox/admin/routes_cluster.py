@@ -1,15 +1,19 @@
-# Broker-wide routes: clusters (letterbox is one cluster of one broker), the
-# HTTP lookup that lets official clients use http://host:<admin port> as the
-# service URL, the health check and Prometheus /metrics.
+# Broker-wide routes: clusters, the HTTP lookup that lets official clients
+# use http://host:<admin port> as the service URL, the health check and
+# Prometheus /metrics. letterbox is one broker of its own cluster
+# (config.cluster_name, always listed, not deletable); other clusters can be
+# registered (PUT) as Pulsar lets a cluster know its peers, and are kept in the
+# store's metadata under `cluster/`, so tenants may name them.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.metrics import render_metrics
-from letterbox.admin.request_parsing import DOMAIN, topic_name
+from letterbox.admin.request_parsing import DOMAIN, check_segment, json_body, topic_name
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -19,6 +23,9 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
     routes = ClusterRoutes(admin)
     router.add_get("/admin/v2/clusters", routes.list_clusters)
     router.add_get("/admin/v2/clusters/{cluster}", routes.get_cluster)
+    router.add_put("/admin/v2/clusters/{cluster}", routes.create_cluster)
+    router.add_post("/admin/v2/clusters/{cluster}", routes.update_cluster)
+    router.add_delete("/admin/v2/clusters/{cluster}", routes.delete_cluster)
     router.add_get("/admin/v2/brokers/health", routes.health)
     router.add_get("/metrics", routes.metrics)
     router.add_get("/metrics/", routes.metrics)
@@ -30,18 +37,53 @@ class ClusterRoutes:
         self.admin = admin
         self.service = admin.service
 
+    def _registered(self) -> dict[str, str]:
+        return {k[len(CLUSTER_KEY):]: v for k, v in self.service.store.metadata_items(CLUSTER_KEY)}
+
     async def list_clusters(self, request: web.Request) -> web.Response:
-        return web.json_response([self.service.config.cluster_name])
+        own = self.service.config.cluster_name
+        return web.json_response([own, *sorted(c for c in self._registered() if c != own)])
 
     async def get_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
-        if cluster != self.service.config.cluster_name:
+        if cluster == self.service.config.cluster_name:
+            host = self.admin.host(request)
+            return web.json_response({
+                "serviceUrl": f"http://{host}:{self.admin.port}",
+                "brokerServiceUrl": f"pulsar://{host}:{self.service.port}",
+            })
+        value = self._registered().get(cluster)
+        if value is None:
             raise AdminError(404, f"Cluster {cluster} does not exist")
-        host = self.admin.host(request)
-        return web.json_response({
-            "serviceUrl": f"http://{host}:{self.admin.port}",
-            "brokerServiceUrl": f"pulsar://{host}:{self.service.port}",
-        })
+        return web.json_response(json.loads(value))
+
+    async def create_cluster(self, request: web.Request) -> web.Response:
+        cluster = request.match_info["cluster"]
+        check_segment("cluster", cluster)
+        data = _cluster_data(await json_body(request))
+        if cluster == self.service.config.cluster_name or cluster in self._registered():
+            raise AdminError(409, f"Cluster {cluster} already exists")
+        await self.service.store.put_metadata(CLUSTER_KEY + cluster, json.dumps(data))
+        return web.Response(status=204)
+
+    async def update_cluster(self, request: web.Request) -> web.Response:
+        cluster = request.match_info["cluster"]
+        data = _cluster_data(await json_body(request))
+        if cluster == self.service.config.cluster_name:
+            raise AdminError(412, f"Cluster {cluster} is this broker's own; its URLs come from its configuration")
+        if cluster not in self._registered():
+            raise AdminError(404, f"Cluster {cluster} does not exist")
+        await self.service.store.put_metadata(CLUSTER_KEY + cluster, json.dumps(data))
+        return web.Response(status=204)
+
+    async def delete_cluster(self, request: web.Request) -> web.Response:
+        cluster = request.match_info["cluster"]
+        if cluster == self.service.config.cluster_name:
+            raise AdminError(412, f"Cluster {cluster} is this broker's own and cannot be deleted")
+        if cluster not in self._registered():
+            raise AdminError(404, f"Cluster {cluster} does not exist")
+        await self.service.store.put_metadata(CLUSTER_KEY + cluster, None)
+        return web.Response(status=204)
 
     async def lookup(self, request: web.Request) -> web.Response:
         topic_name(request)
@@ -62,3 +104,19 @@ class ClusterRoutes:
         body = render_metrics(self.service, self.admin.tracker)
         return web.Response(text=body, content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
+
+
+CLUSTER_KEY = "cluster/"
+_URL_FIELDS = ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
+
+
+def _cluster_data(body: Any) -> dict[str, Any]:
+    """Pulsar's ClusterData: at least one URL, every URL field a string."""
+    if not isinstance(body, dict):
+        raise AdminError(400, "Body must be a JSON object of cluster data, e.g. {\"serviceUrl\": \"http://host:8080\"}")
+    for key in _URL_FIELDS:
+        if key in body and not isinstance(body[key], str):
+            raise AdminError(400, f"{key} must be a string")
+    if not any(body.get(k) for k in _URL_FIELDS):
+        raise AdminError(412, "Cluster data needs a serviceUrl or brokerServiceUrl")
+    return body

@@ -57,7 +57,8 @@ class TenantRoutes:
         clusters = body.get("allowedClusters") or [cluster]
         if not isinstance(roles, list) or not isinstance(clusters, list):
             raise AdminError(400, "adminRoles and allowedClusters must be lists")
-        unknown = [c for c in clusters if c != cluster]
+        known = {cluster, *(k[len("cluster/"):] for k, _ in self.service.store.metadata_items("cluster/"))}
+        unknown = [c for c in clusters if c not in known]
         if unknown:
             raise AdminError(412, f"Clusters {unknown} do not exist")
         return {"adminRoles": roles, "allowedClusters": clusters}
