@@ -124,6 +124,24 @@ def test_retention_keeps_acknowledged_messages(broker: BrokerProcess, client: An
     assert _entries(broker.admin_url, topics[0]) == 3
 
 
+def test_retention_size_limit(broker: BrokerProcess, client: Any, ns: str) -> None:
+    body = '{"retentionTimeInMinutes": -1, "retentionSizeInMB": 1}'
+    assert call(broker.admin_url, "POST", N + ns + "/retention", body)[0] == 204
+    topic = f"public/{ns}/sized"
+    consumer = client.subscribe("persistent://" + topic, "s")
+    producer = client.create_producer("persistent://" + topic, batching_enabled=False)
+    for i in range(30):  # about 3 MB
+        producer.send(bytes([i]) * 100_000)
+    for _ in range(20):  # 2 MB acknowledged, 1 MB of backlog
+        consumer.acknowledge(consumer.receive(timeout_millis=5000))
+    # acknowledged entries go, oldest first, until the topic holds 1 MB; the backlog stays
+    assert wait_until(lambda: _entries(broker.admin_url, topic) == 10, 20), _entries(broker.admin_url, topic)
+    for i in range(20, 30):
+        assert consumer.receive(timeout_millis=5000).data()[0] == i
+    consumer.close()
+    producer.close()
+
+
 def test_ttl_expires_and_dead_letters(broker: BrokerProcess, client: Any, ns: str) -> None:
     b = broker.admin_url
     assert call(b, "POST", N + ns + "/messageTTL", "1")[0] == 204

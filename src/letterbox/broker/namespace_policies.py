@@ -114,5 +114,10 @@ class NamespacePolicyCache:
             minutes = self.service.config.retention_time_minutes
         return -1 if minutes < 0 else minutes * 60_000
 
+    def retention_bytes(self, namespace: str) -> int:
+        """-1 no size limit (also for 0 or no policy), n > 0 MB as bytes."""
+        size_mb = self.get(namespace).retention_size_mb
+        return size_mb * 1024 * 1024 if size_mb is not None and size_mb > 0 else -1
+
     def subscription_policy(self, namespace: str) -> SubscriptionPolicy:
         return self.get(namespace).subscription

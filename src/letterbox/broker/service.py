@@ -94,7 +94,9 @@ class BrokerService:
     def _expire_retained(self) -> None:
         """Retention runs on a clock: acked entries age out even when no ack arrives."""
         for topic in self.topics.values():
-            if isinstance(topic, PersistentTopic) and topic.ledger.retention_ms > 0:
+            if isinstance(topic, PersistentTopic) and (
+                topic.ledger.retention_ms > 0 or topic.ledger.retention_bytes >= 0
+            ):
                 topic.ledger.trim()
         loop = asyncio.get_running_loop()
         self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
@@ -233,9 +235,12 @@ class BrokerService:
         """A namespace policy changed: apply retention to its loaded topics and wake
         their dispatchers (dead-letter and backoff policies are read per decision)."""
         retention_ms = self.namespace_policies.retention_ms(namespace)
+        retention_bytes = self.namespace_policies.retention_bytes(namespace)
         for topic in list(self.topics.values()):
             if isinstance(topic, PersistentTopic) and topic.name.namespace_name == namespace:
                 topic.ledger.retention_ms = retention_ms
+                topic.ledger.retention_bytes = retention_bytes
+                topic.ledger.trim()
                 for sub in topic.subscriptions.values():
                     if sub.consumers:
                         sub.schedule_dispatch()

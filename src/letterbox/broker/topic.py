@@ -107,6 +107,7 @@ class PersistentTopic(Topic):
         super().__init__(service, name)
         self.ledger = ledger
         ledger.retention_ms = service.namespace_policies.retention_ms(name.namespace_name)
+        ledger.retention_bytes = service.namespace_policies.retention_bytes(name.namespace_name)
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():
             self.subscriptions[cname] = Subscription(self, cname, cursor, durable=True)

@@ -62,6 +62,7 @@ class ManagedLedger:
         # how long acknowledged entries are kept: 0 = delete once every cursor acked
         # them, -1 = keep forever, n > 0 = keep for n milliseconds after publishing
         self.retention_ms = 0
+        self.retention_bytes = -1  # no size limit
         self._pushed_seq: dict[str, int] = dict(self._seq)
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[Position], None]] = []
@@ -277,13 +278,7 @@ class ManagedLedger:
             self._trim_handle = None
         if not self._cursors or self._closed_reason == "deleted":
             return
-        upto = min(min(c._md for c in self._cursors.values()), self._lc)
-        if self.retention_ms < 0:
-            return
-        if self.retention_ms > 0 and upto >= self._first:
-            # keep acknowledged entries younger than the retention time
-            keep_from = self.find_entry_by_publish_time(int(time.time() * 1000) - self.retention_ms).entry_id
-            upto = min(upto, keep_from - 1)
+        upto = self._retention_cut(min(min(c._md for c in self._cursors.values()), self._lc))
         if upto < self._first:
             return
         # persist this ledger's dirty cursors in the same transaction as the delete
@@ -298,6 +293,28 @@ class ManagedLedger:
             del self._cum[:k]
             self._cum_base = self._first
         self._store._submit_background(ops)
+
+    def _retention_cut(self, acked_upto: int) -> int:
+        """The last entry to delete: acknowledged entries (up to `acked_upto`) go once they
+        are older than retention_ms or while the ledger is over retention_bytes, oldest
+        first; -1 on an axis means no limit there; retention_ms 0 without a size limit
+        deletes on acknowledgement."""
+        if acked_upto < self._first:
+            return acked_upto
+        if self.retention_ms == 0 and self.retention_bytes < 0:
+            return acked_upto
+        cut = self._first - 1
+        if self.retention_ms > 0:
+            keep_from = self.find_entry_by_publish_time(int(time.time() * 1000) - self.retention_ms).entry_id
+            cut = min(acked_upto, keep_from - 1)
+        if self.retention_bytes >= 0 and self._size > self.retention_bytes and cut < acked_upto:
+            over = self._size - self.retention_bytes - self._bytes_between(self._first, cut)
+            if over > 0:
+                cut = self._store._first_entries_over(self.ledger_id, cut + 1, acked_upto, over)
+        return cut
+
+    def _bytes_between(self, first: int, last: int) -> int:
+        return self._store._sum_sizes(self.ledger_id, first, last) if last >= first else 0
 
     def _on_trim_committed(self, freed_bytes: int) -> None:
         self._size -= freed_bytes

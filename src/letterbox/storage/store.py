@@ -250,6 +250,33 @@ class Store:
             cur.close()
         return nbytes
 
+    def _first_entries_over(self, ledger_id: int, first: int, last: int, nbytes: int) -> int:
+        """The last entry id of the shortest run first..k (k <= last) whose sizes add up to
+        at least `nbytes`; `last` if the whole run is smaller."""
+        if self._reader is None:
+            raise StoreClosedError("store is not open")
+        total = 0
+        cur = self._reader.execute(
+            "SELECT entry_id, size FROM entries WHERE ledger_id = ? AND entry_id BETWEEN ? AND ? "
+            "ORDER BY entry_id", (ledger_id, first, last))
+        try:
+            for eid, size in cur:
+                total += size
+                if total >= nbytes:
+                    return int(eid)
+        finally:
+            cur.close()
+        return last
+
+    def _sum_sizes(self, ledger_id: int, first: int, last: int) -> int:
+        if self._reader is None:
+            raise StoreClosedError("store is not open")
+        row = self._reader.execute(
+            "SELECT COALESCE(SUM(size), 0) FROM entries WHERE ledger_id = ? AND entry_id BETWEEN ? AND ?",
+            (ledger_id, first, last),
+        ).fetchone()
+        return int(row[0])
+
     def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None:
         if self._reader is None:
             raise StoreClosedError("store is not open")
