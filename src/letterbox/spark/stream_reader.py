@@ -7,7 +7,11 @@
 # producer batch is never split). With a `subscription` option, a durable
 # subscription follows the query: `commit()` acknowledges cumulatively up to
 # the committed offset, so retention keeps what the query has not processed
-# and the subscription's backlog is the query's lag.
+# and the subscription's backlog is the query's lag. Spark calls commit()
+# for a batch only when it plans the next one, so an idle query would leave
+# its last batch unacknowledged; latestOffset(start) therefore also
+# acknowledges up to `start` (Spark asks for offsets past `start` only after
+# every batch ending at `start` has been committed to its commit log).
 #
 # Topics listed in `retry_tiers` ({topic: delay_ms}) are read only up to
 # their *due prefix*: a message is due at publish_time + max(delay,
@@ -108,6 +112,7 @@ class LetterboxStreamReader(DataSourceStreamReader):
         self._resolved_at = 0.0
         self._cursors: dict[str, SubscriptionCursor] = {}
         self._scanners: dict[str, DueScanner] = {}
+        self._acked: dict[str, Position] = {}
 
     # driver-side connections never travel to executors
     def __getstate__(self) -> dict[str, Any]:
@@ -153,7 +158,9 @@ class LetterboxStreamReader(DataSourceStreamReader):
         begin = offsets_from_json(start)
         now_ms = int(time.time() * 1000)
         ends: dict[str, Position] = {}
-        for pt in self._setup():
+        topics = self._setup()
+        self._acknowledge(begin)
+        for pt in topics:
             s = begin.get(pt.name, EARLIEST)
             ends[pt.name] = self._end(pt, s, now_ms)
         if isinstance(limit, ReadMaxRows):
@@ -178,13 +185,16 @@ class LetterboxStreamReader(DataSourceStreamReader):
         yield from read_partition(self.opts, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        if not self.opts.subscription:
-            return
-        self._setup()
-        for name, pos in offsets_from_json(end).items():
+        if self.opts.subscription:
+            self._setup()
+            self._acknowledge(offsets_from_json(end))
+
+    def _acknowledge(self, done: dict[str, Position]) -> None:
+        for name, pos in done.items():
             cursor = self._cursors.get(name)
-            if cursor is not None:
+            if cursor is not None and pos > self._acked.get(name, EARLIEST):
                 cursor.commit(pos)
+                self._acked[name] = pos
 
     def stop(self) -> None:
         for s in self._scanners.values():
