@@ -57,10 +57,10 @@ def payload(i: int, poison: bool, size: int) -> bytes:
     return head + b"x" * max(0, size - len(head))
 
 
-def produce(url: str, topic: str, n: int, ratio: float, size: int) -> float:
+def produce(url: str, topic: str, n: int, ratio: float, size: int, batching: bool = True) -> float:
     client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, logger=LOGGER)
     producer = client.create_producer(
-        topic, batching_enabled=True, batching_max_messages=1000,
+        topic, batching_enabled=batching, batching_max_messages=1000,
         batching_max_allowed_size_in_bytes=256 * 1024, batching_max_publish_delay_ms=5,
         max_pending_messages=10_000, block_if_queue_full=True, send_timeout_millis=60_000,
     )
@@ -203,7 +203,7 @@ def scenario(url: str, topic: str, ratio: float, policy: str, a: argparse.Namesp
              results: multiprocessing.Queue) -> None:
     """Child process: produce, then consume; the result goes back through `results`."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    produce_s = produce(url, topic, a.messages, ratio, a.size)
+    produce_s = produce(url, topic, a.messages, ratio, a.size, batching=not a.no_batching)
     r = consume(url, topic, a.messages, ratio, policy, a.max_redeliveries, a.nack_delay_ms, a.timeout, broker_pid)
     r["produce_s"] = round(produce_s, 3)
     results.put(r)
@@ -259,6 +259,8 @@ def main() -> None:
     ap.add_argument("--nack-delay-ms", type=int, default=100,
                     help="negative_ack_redelivery_delay_ms (the official client raises values below 100 to 100)")
     ap.add_argument("--size", type=int, default=100, help="payload bytes")
+    ap.add_argument("--no-batching", action="store_true",
+                    help="produce unbatched, the official Python client's default (batching is on otherwise)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per consume phase")
     ap.add_argument("--keep", action="store_true", help="keep the temp data dir and broker log")
     ap.add_argument("--json", action="store_true", help="print only the JSON result")

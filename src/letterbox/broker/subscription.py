@@ -245,8 +245,14 @@ class Subscription:
 
     def _settle(self, ids: list[int], before: dict[int, int]) -> None:
         dl = self.policy.dead_letter if self.durable else None
-        dead = [e for e in ids if dl is not None and self.cursor.redelivery_count(e) > dl.max_redeliveries]
-        back = [e for e in ids if e not in set(dead)]
+        if dl is None:
+            dead: list[int] = []
+            back = ids
+        else:
+            limit = dl.max_redeliveries
+            count = self.cursor.redelivery_count
+            dead = [e for e in ids if count(e) > limit]
+            back = [e for e in ids if count(e) <= limit] if dead else ids
         backoff = self.policy.backoff
         epoch = self._epoch
 
@@ -314,6 +320,9 @@ class Subscription:
         self._deliveries.pop(entry_id, None)
 
     def _park(self, entry_ids: list[int]) -> None:
+        if len(entry_ids) > 64:  # many at once (a big nack round): one merge, not n inserts
+            self._replay = sorted(set(self._replay).union(entry_ids))
+            return
         for eid in entry_ids:
             i = bisect.bisect_left(self._replay, eid)
             if i == len(self._replay) or self._replay[i] != eid:
