@@ -33,7 +33,12 @@ def spark() -> Iterator[Any]:
 def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     b = BrokerProcess(
         tmp_path_factory.mktemp("spark-broker") / "data",
-        env={"LETTERBOX_DEDUPLICATION_ENABLED": "true", "LETTERBOX_SYNC": "normal"},
+        # keep acknowledged messages so tests can read retry tiers after the pipeline consumed them
+        env={
+            "LETTERBOX_DEDUPLICATION_ENABLED": "true",
+            "LETTERBOX_SYNC": "normal",
+            "LETTERBOX_RETENTION_TIME_MINUTES": "-1",
+        },
     ).start()
     yield b
     b.stop()

@@ -6,7 +6,8 @@
 # Invariant of `read_range`: it yields exactly the messages of the entries in
 # [start, end), in log order; if entries in that range are gone (deleted by
 # retention) it raises DataLossError, or, with fail_on_data_loss=False, skips
-# them.
+# them. A Reader told that messages exist which then never arrive (deleted
+# entries) gives up after read_timeout_ms.
 from __future__ import annotations
 
 import contextlib
@@ -95,7 +96,10 @@ def read_range(
     try:
         last: Position | None = None
         while reader.has_message_available():
-            msg = reader.read_next(timeout_ms)
+            try:
+                msg = reader.read_next(timeout_ms)
+            except pulsar.Timeout:
+                break  # announced but not delivered: the entries were deleted (checked below)
             pos = position_of(msg)
             if pos >= end:
                 return

@@ -95,7 +95,7 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     # topic -> delay in ms: only messages due (publish_time + DELAY_TIME, at least the delay) are read
     retry_tiers: dict[str, int] = field(default_factory=dict)
-    read_timeout_ms: int = 30_000
+    read_timeout_ms: int = 10_000
     arrow_batch_size: int = 10_000
 
     @classmethod
@@ -137,7 +137,7 @@ class ReadOptions:
             subscription=_get(options, "subscription"),
             fail_on_data_loss=_bool(options, "fail_on_data_loss", True),
             retry_tiers=tiers,
-            read_timeout_ms=_int(options, "read_timeout_ms", 30_000, 1) or 30_000,
+            read_timeout_ms=_int(options, "read_timeout_ms", 10_000, 1) or 10_000,
             arrow_batch_size=_int(options, "arrow_batch_size", 10_000, 1) or 10_000,
         )
 

@@ -1,0 +1,260 @@
+# The executor side of the pipeline: for every input record, call the
+# handler once and route the result — success to the sink (yielded as a
+# row), retry to a delay-tier topic, dead letter to the DLQ topic.
+#
+# Exactly once per attempt: retry and DLQ messages are published by a
+# producer named after the pipeline and the *input partition topic*, with the
+# sequence id derived from the input message's position (offsets.
+# sequence_id_for). A retried Spark task, or a micro-batch re-run after a
+# driver restart, re-sends the same (producer, sequence id) pairs and the
+# broker's deduplication drops them; the sink rows of a failed attempt are
+# discarded by Spark's file commit protocol and a re-run batch overwrites its
+# own `batch_id=N` directory. This holds when the handler decides the same
+# way for the same record and attempt.
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from letterbox import message_properties as mp
+from letterbox.spark.offsets import sequence_id_for
+from letterbox.spark.pipeline.outcomes import Fail, Record, Retry
+from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
+from letterbox.spark.publisher import IdempotentPublisher
+
+SINK_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.string()),
+        pa.field("value", pa.binary()),
+        pa.field("properties", pa.map_(pa.string(), pa.string())),
+        pa.field("topic", pa.string()),
+        pa.field("message_id", pa.string()),
+        pa.field("attempt", pa.int32()),
+        pa.field("publish_time", pa.timestamp("us", tz="UTC")),
+    ]
+)
+SINK_DDL = (
+    "key string, value binary, properties map<string,string>, topic string, "
+    "message_id string, attempt int, publish_time timestamp"
+)
+_STAMPS = {mp.REAL_TOPIC, mp.ORIGIN_MESSAGE_ID, mp.RECONSUMETIMES, mp.DELAY_TIME, mp.RETRY_TOPIC}
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    service_url: str
+    topics: PipelineTopics
+    policy: RetryPolicy
+    handler: Callable[..., Any]
+    vectorized: bool = False
+
+
+def _to_bytes(out: Any, record: Record) -> bytes:
+    if out is None:
+        return record.value
+    if isinstance(out, bytes | bytearray | memoryview):
+        return bytes(out)
+    return str(out).encode()
+
+
+class Router:
+    def __init__(self, cfg: RouterConfig) -> None:
+        self.cfg = cfg
+        self.publishers: dict[str, IdempotentPublisher] = {}
+        self.counts = {"ok": 0, "retry": 0, "dead": 0}
+
+    def _publisher(self, input_topic: str) -> IdempotentPublisher:
+        pub = self.publishers.get(input_topic)
+        if pub is None:
+            digest = hashlib.sha1(input_topic.encode()).hexdigest()[:12]
+            name = f"letterbox-pipeline-{self.cfg.topics.subscription}-{digest}"
+            pub = self.publishers[input_topic] = IdempotentPublisher(self.cfg.service_url, name)
+        return pub
+
+    def route_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        cols = {n: batch.column(i).to_pylist() for i, n in enumerate(batch.schema.names)}
+        n = batch.num_rows
+        records = []
+        for j in range(n):
+            props = dict(cols["properties"][j] or [])
+            records.append(
+                Record(
+                    key=cols["key"][j],
+                    value=cols["value"][j] or b"",
+                    properties=props,
+                    topic=props.get(mp.REAL_TOPIC) or cols["topic"][j],
+                    message_id=props.get(mp.ORIGIN_MESSAGE_ID) or cols["message_id"][j],
+                    attempt=_int(props.get(mp.RECONSUMETIMES)),
+                    publish_time=cols["publish_time"][j],
+                    event_time=cols["event_time"][j],
+                )
+            )
+        outcomes = self._outcomes(records)
+        ok: list[tuple[Record, bytes]] = []
+        for j, (rec, out) in enumerate(zip(records, outcomes, strict=True)):
+            input_topic = cols["topic"][j] if cols["partition"][j] < 0 else f"{cols['topic'][j]}-partition-{cols['partition'][j]}"
+            ledger, entry, _, bidx = (int(x) for x in cols["message_id"][j].split(":"))
+            seq = sequence_id_for(ledger, entry, bidx)
+            if isinstance(out, Retry):
+                self._retry(rec, out, input_topic, seq)
+            elif isinstance(out, Fail):
+                self._dead(rec, mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
+            else:
+                ok.append((rec, _to_bytes(out, rec)))
+        self.counts["ok"] += len(ok)
+        return _sink_batch(ok)
+
+    def _outcomes(self, records: list[Record]) -> Sequence[Any]:
+        if self.cfg.vectorized:
+            import pandas as pd
+
+            frame = pd.DataFrame(
+                {
+                    "key": [r.key for r in records],
+                    "value": [r.value for r in records],
+                    "properties": [r.properties for r in records],
+                    "topic": [r.topic for r in records],
+                    "message_id": [r.message_id for r in records],
+                    "attempt": [r.attempt for r in records],
+                }
+            )
+            try:
+                result = list(self.cfg.handler(frame))
+            except Exception as exc:  # the whole batch is retried
+                return [Retry(error=_error_text(exc))] * len(records)
+            if len(result) != len(records):
+                raise ValueError(f"vectorized handler returned {len(result)} outcomes for {len(records)} records")
+            return result
+        out: list[Any] = []
+        for r in records:
+            try:
+                out.append(self.cfg.handler(r))
+            except Exception as exc:
+                out.append(Retry(error=_error_text(exc)))
+        return out
+
+    def _retry(self, rec: Record, r: Retry, input_topic: str, seq: int) -> None:
+        policy = self.cfg.policy
+        nxt = rec.attempt + 1
+        if nxt > policy.max_retries:
+            self._dead(rec, mp.REASON_MAX_REDELIVERIES, r.error, input_topic, seq, {})
+            return
+        if r.delay is not None:
+            delay = min(max(r.delay, 0.0), 864_000.0)
+        elif r.level is not None:
+            delay = policy.level_delay(r.level)
+        else:
+            delay = policy.policy_delay(nxt)
+        tier = self.cfg.topics.tiers[policy.tier_for(delay)]
+        props = _user_props(rec)
+        props.update(
+            {
+                mp.REAL_TOPIC: rec.topic,
+                mp.ORIGIN_MESSAGE_ID: rec.message_id,
+                mp.RECONSUMETIMES: str(nxt),
+                mp.DELAY_TIME: str(round(delay * 1000)),
+                mp.RETRY_TOPIC: tier,
+            }
+        )
+        if r.error:
+            props[mp.DEAD_LETTER_DESCRIPTION] = r.error
+        self._send(tier, rec, props, input_topic, seq)
+        self.counts["retry"] += 1
+
+    def _dead(self, rec: Record, reason: str, error: str, input_topic: str, seq: int, extra: dict[str, str]) -> None:
+        props = _user_props(rec)
+        props.update(extra)
+        props.update(
+            {
+                mp.REAL_TOPIC: rec.topic,
+                mp.ORIGIN_MESSAGE_ID: rec.message_id,
+                mp.RECONSUMETIMES: str(rec.attempt),
+                mp.DEAD_LETTER_REASON: reason,
+                mp.DEAD_LETTER_DESCRIPTION: error,
+                mp.DEAD_LETTER_TIME: str(int(time.time() * 1000)),
+                mp.DEAD_LETTER_SUBSCRIPTION: self.cfg.topics.subscription,
+            }
+        )
+        self._send(self.cfg.topics.dead_letter, rec, props, input_topic, seq)
+        self.counts["dead"] += 1
+
+    def _send(self, topic: str, rec: Record, props: dict[str, str], input_topic: str, seq: int) -> None:
+        ev = rec.event_time
+        self._publisher(input_topic).send(
+            topic,
+            rec.value,
+            seq,
+            key=rec.key,
+            properties=props,
+            event_time_ms=int(ev.timestamp() * 1000) if ev is not None else None,
+        )
+
+    def finish(self) -> None:
+        try:
+            for pub in self.publishers.values():
+                pub.flush()
+        finally:
+            for pub in self.publishers.values():
+                pub.close()
+
+
+def _user_props(rec: Record) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in rec.properties.items()
+        if k not in _STAMPS and not k.startswith("DEAD_LETTER_")
+    }
+
+
+def _int(v: str | None) -> int:
+    try:
+        return int(v) if v else 0
+    except ValueError:
+        return 0
+
+
+def _error_text(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[:2000]
+
+
+def _sink_batch(rows: list[tuple[Record, bytes]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.key for r, _ in rows], pa.string()),
+            pa.array([v for _, v in rows], pa.binary()),
+            pa.array([list(r.properties.items()) for r, _ in rows], pa.map_(pa.string(), pa.string())),
+            pa.array([r.topic for r, _ in rows], pa.string()),
+            pa.array([r.message_id for r, _ in rows], pa.string()),
+            pa.array([r.attempt for r, _ in rows], pa.int32()),
+            pa.array([r.publish_time for r, _ in rows], pa.timestamp("us", tz="UTC")),
+        ],
+        schema=SINK_ARROW_SCHEMA,
+    )
+
+
+def route_partition(cfg: RouterConfig) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one micro-batch."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Sink rows are yielded as they come: if the task fails later (a
+        # publish error in finish()), Spark discards the task's output.
+        router = Router(cfg)
+        finished = False
+        try:
+            for b in batches:
+                yield router.route_batch(b)
+            router.finish()  # every retry / dead letter is stored before the task can succeed
+            finished = True
+        finally:
+            if not finished:
+                for pub in router.publishers.values():
+                    pub.close()
+
+    return run

@@ -1,0 +1,154 @@
+"""The retry / dead-letter pipeline: routing, exactly once per attempt, delays."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from letterbox import message_properties as mp
+from letterbox.spark.pipeline import Fail, Pipeline, Record, Retry, RetryPolicy
+from tests.conftest import BrokerProcess, wait_until
+from tests.spark.conftest import backlog, create_partitioned, unique
+
+
+def _count(fn: Any) -> int:
+    try:
+        return int(fn())
+    except Exception:  # a directory being (over)written, a topic not created yet
+        return -1
+
+
+def _read(spark: Any, url: str, topic: str) -> Any:
+    return spark.read.format("letterbox").option("service_url", url).option("topic", topic).load()
+
+
+def test_pipeline_routes_20k_records_exactly_once_across_a_worker_kill_and_a_restart(
+    spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path
+) -> None:
+    topic = unique("orders")
+    create_partitioned(spark_broker, topic, 2)
+    n = 20_000
+    producer = pclient.create_producer(topic, block_if_queue_full=True, batching_enabled=True)
+    for i in range(n):
+        producer.send_async(f"r{i}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
+    producer.flush()
+    marker = str(tmp_path / "worker-killed")
+
+    def handler(rec: Record) -> Any:
+        i = int(rec.value[1:])
+        kind = i % 100
+        if i == 12_345 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # kill this Python worker in the middle of a task, once
+        if kind < 10:  # fail once, then succeed
+            return Retry(error="transient") if rec.attempt == 0 else rec.value.upper()
+        if kind < 15:
+            raise RuntimeError(f"always failing {i}")
+        if kind == 15:
+            return Fail(f"malformed record {i}")
+        return rec.value.upper()
+
+    sink, ck = str(tmp_path / "sink"), str(tmp_path / "ck")
+
+    def pipeline() -> Pipeline:
+        return Pipeline(
+            spark=spark,
+            service_url=spark_broker.url,
+            topic=topic,
+            subscription="etl",
+            handler=handler,
+            sink=sink,
+            checkpoint=ck,
+            policy=RetryPolicy(max_retries=3, delays=(0.5,)),
+            max_records_per_trigger=1000,
+            trigger_interval="500 milliseconds",
+        )
+
+    p = pipeline()
+    dlq = p.topics.dead_letter
+    q = p.start()
+    try:
+        assert wait_until(lambda: _count(lambda: spark.read.parquet(sink).count()) >= 1500, timeout=180, interval=0.5)
+    finally:
+        q.stop()  # the driver stops mid-stream; a new query resumes from the checkpoint
+    in_sink_before = spark.read.parquet(sink).count()
+    successes = n - n * 6 // 100
+    assert in_sink_before < successes
+
+    q = pipeline().start()
+    try:
+        assert wait_until(lambda: _count(lambda: spark.read.parquet(sink).count()) >= successes, timeout=240, interval=1)
+        assert wait_until(lambda: _count(lambda: _read(spark, spark_broker.url, dlq).count()) >= n * 6 // 100, timeout=120, interval=1)
+        assert wait_until(lambda: backlog(spark_broker, topic, "etl", 2) == 0, timeout=60, interval=0.5)
+    finally:
+        q.stop()
+
+    assert os.path.exists(marker), "the handler should have killed a worker once"
+    rows = spark.read.parquet(sink).select("value", "attempt", "topic", "message_id", "properties").collect()
+    got = sorted(int(bytes(r.value).decode()[1:]) for r in rows)
+    expected = sorted(i for i in range(n) if i % 100 < 10 or i % 100 > 15)
+    assert got == expected  # exactly the successes, each once
+    assert all(bytes(r.value).startswith(b"R") for r in rows)  # the handler's output
+    attempts = {int(bytes(r.value).decode()[1:]): r.attempt for r in rows}
+    assert all(attempts[i] == (1 if i % 100 < 10 else 0) for i in expected)
+    assert {r.topic for r in rows} == {f"persistent://public/default/{topic}"}
+
+    dead = _read(spark, spark_broker.url, dlq).collect()
+    dead_ids = sorted(int(dict(r.properties)["i"]) for r in dead)
+    assert dead_ids == sorted(i for i in range(n) if 10 <= i % 100 <= 15)
+    for r in dead:
+        props = dict(r.properties)
+        i = int(props["i"])
+        assert props[mp.REAL_TOPIC] == f"persistent://public/default/{topic}"
+        assert r.key == f"k{i}"
+        if i % 100 == 15:
+            assert props[mp.DEAD_LETTER_REASON] == mp.REASON_TERMINATED
+            assert props[mp.RECONSUMETIMES] == "0"
+            assert props[mp.DEAD_LETTER_DESCRIPTION] == f"malformed record {i}"
+        else:
+            assert props[mp.DEAD_LETTER_REASON] == mp.REASON_MAX_REDELIVERIES
+            assert props[mp.RECONSUMETIMES] == "3"
+            assert f"always failing {i}" in props[mp.DEAD_LETTER_DESCRIPTION]
+        assert props[mp.ORIGIN_MESSAGE_ID].count(":") == 3
+
+
+def test_a_retried_record_is_not_processed_before_its_delay(
+    spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path
+) -> None:
+    topic = unique("delayed")
+    producer = pclient.create_producer(topic)
+    for i in range(5):
+        producer.send(f"d{i}".encode())
+
+    def handler(rec: Record) -> Any:
+        if rec.attempt == 0:
+            return Retry(delay=2.0)
+        return f"{time.time():.3f}"
+
+    p = Pipeline(
+        spark=spark,
+        service_url=spark_broker.url,
+        topic=topic,
+        subscription="later",
+        handler=handler,
+        sink=str(tmp_path / "sink"),
+        checkpoint=str(tmp_path / "ck"),
+        policy=RetryPolicy(max_retries=2, delays=(0.5, 2.0)),
+        trigger_interval="100 milliseconds",
+    )
+    assert p.topics.tiers[2.0].endswith(f"{topic}-later-RETRY-2s")
+    q = p.start()
+    try:
+        assert wait_until(lambda: _count(lambda: spark.read.parquet(str(tmp_path / "sink")).count()) >= 5, timeout=120, interval=0.3)
+    finally:
+        q.stop()
+    processed = {r.message_id: r for r in spark.read.parquet(str(tmp_path / "sink")).collect()}
+    assert len(processed) == 5
+    retried = {dict(r.properties)[mp.ORIGIN_MESSAGE_ID]: r for r in _read(spark, spark_broker.url, p.topics.tiers[2.0]).collect()}
+    assert len(retried) == 5
+    for r in processed.values():
+        sent_for_retry = retried[r.message_id].publish_time.timestamp()
+        processed_at = float(bytes(r.value).decode())
+        assert processed_at - sent_for_retry >= 2.0
+        assert dict(retried[r.message_id].properties)[mp.DELAY_TIME] == "2000"
