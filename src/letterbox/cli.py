@@ -109,6 +109,7 @@ def _register() -> None:
     main.add_command(dlq)
     main.add_command(produce)
     main.add_command(consume)
+    main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
 
 
 _register()

@@ -1,0 +1,131 @@
+# `letterbox pipeline run MODULE:HANDLER --topic T --subscription S --sink PATH`:
+# runs the Spark retry / dead-letter pipeline (letterbox.spark.pipeline) with
+# a handler importable from the current directory or PYTHONPATH. PySpark is
+# imported only when the command runs, so the rest of the CLI stays fast.
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.group()
+def pipeline() -> None:
+    """Spark pipelines: process a topic with retry and dead-letter routing."""
+
+
+def load_handler(spec: str) -> Any:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise click.UsageError(f"handler must be MODULE:FUNCTION (e.g. myjobs.orders:handle), got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.UsageError(f"cannot import module {module_name!r}: {exc}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise click.UsageError(f"module {module_name!r} has no function {attr!r}")
+    return fn
+
+
+@pipeline.command()
+@click.argument("handler")
+@click.option("--topic", required=True, help="Source topic.")
+@click.option("--subscription", required=True, help="Name of the pipeline's durable subscription.")
+@click.option("--sink", required=True, help="Directory for the Parquet output (one batch_id=N folder per micro-batch).")
+@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@click.option("--checkpoint", help="Spark checkpoint directory [<sink>/../<subscription>-checkpoint].")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master (ignored under spark-submit).")
+@click.option("--max-retries", type=int, default=3, show_default=True)
+@click.option("--delays", help="Comma-separated delays per retry, e.g. 1s,10s,1m (default: the seed delay levels).")
+@click.option("--dlq-topic", help="Dead letter topic [<topic>-<subscription>-DLQ].")
+@click.option("--vectorized", is_flag=True, help="The handler takes a pandas DataFrame of records.")
+@click.option("--max-records-per-trigger", type=int, help="Admission control per micro-batch.")
+@click.option("--trigger-interval", default="1 second", show_default=True)
+@click.option("--stop-after-idle", type=float, help="Stop once no record arrived for this many seconds.")
+def run(
+    handler: str,
+    topic: str,
+    subscription: str,
+    sink: str,
+    service_url: str,
+    checkpoint: str | None,
+    master: str,
+    max_retries: int,
+    delays: str | None,
+    dlq_topic: str | None,
+    vectorized: bool,
+    max_records_per_trigger: int | None,
+    trigger_interval: str,
+    stop_after_idle: float | None,
+) -> None:
+    """Run HANDLER (MODULE:FUNCTION) over TOPIC as a Spark streaming pipeline."""
+    from letterbox.spark.pipeline import Pipeline, PolicyError, RetryPolicy
+    from letterbox.spark.pipeline.policy import parse_duration
+
+    fn = load_handler(handler)
+    try:
+        policy = RetryPolicy(
+            max_retries=max_retries,
+            delays=tuple(parse_duration(d) for d in delays.split(",")) if delays else None,
+        )
+    except PolicyError as exc:
+        raise click.UsageError(str(exc)) from None
+    if max_records_per_trigger is not None and max_records_per_trigger < 1:
+        raise click.UsageError("--max-records-per-trigger must be at least 1")
+    ck = checkpoint or str(Path(sink).resolve().parent / f"{subscription}-checkpoint")
+    from letterbox.spark.session import local_session
+
+    spark = local_session(master, f"letterbox-pipeline-{subscription}")
+    try:
+        p = Pipeline(
+            spark=spark,
+            service_url=service_url,
+            topic=topic,
+            subscription=subscription,
+            handler=fn,
+            sink=sink,
+            checkpoint=ck,
+            policy=policy,
+            vectorized=vectorized,
+            dead_letter_topic=dlq_topic,
+            max_records_per_trigger=max_records_per_trigger,
+            trigger_interval=trigger_interval,
+        )
+    except PolicyError as exc:
+        raise click.UsageError(str(exc)) from None
+    query = p.start()
+    click.echo(f"pipeline {subscription}: {p.topics.source} -> {sink}; retries {list(p.topics.tiers.values())}; DLQ {p.topics.dead_letter}", err=True)
+    try:
+        if stop_after_idle is None:
+            query.awaitTermination()
+        else:
+            _until_idle(query, stop_after_idle)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        query.stop()
+        spark.stop()
+    if query.exception() is not None:
+        raise click.ClickException(f"the pipeline failed: {query.exception()}")
+
+
+def _until_idle(query: Any, idle_s: float) -> None:
+    last_data = time.monotonic()
+    seen = 0
+    while query.isActive:
+        progress = query.recentProgress
+        if len(progress) != seen:
+            if any(p["numInputRows"] > 0 for p in progress[seen:]):
+                last_data = time.monotonic()
+            seen = len(progress)
+        if time.monotonic() - last_data > idle_s and not query.status["isTriggerActive"]:
+            return
+        time.sleep(0.2)
