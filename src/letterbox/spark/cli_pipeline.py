@@ -129,3 +129,44 @@ def _until_idle(query: Any, idle_s: float) -> None:
         if time.monotonic() - last_data > idle_s and not query.status["isTriggerActive"]:
             return
         time.sleep(0.2)
+
+
+@pipeline.command("dlq-report")
+@click.argument("dlq_topic")
+@click.option("--out", "out_dir", default="dlq-report", show_default=True, help="Directory for dlq-report.txt and .png.")
+@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@click.option("--master", default="local[*]", show_default=True)
+def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: str) -> None:
+    """Count DLQ_TOPIC's dead letters by reason, source topic, error and hour (table + PNG)."""
+    from letterbox.spark.dlq_report import dlq_report
+    from letterbox.spark.session import local_session
+
+    spark = local_session(master, "letterbox-dlq-report")
+    try:
+        report = dlq_report(spark, service_url, dlq_topic, out_dir)
+    finally:
+        spark.stop()
+    click.echo(report.text())
+    click.echo(f"written: {report.text_path}, {report.png_path}", err=True)
+
+
+@pipeline.command("redrive")
+@click.argument("dlq_topic")
+@click.option("--where", help="Spark SQL filter over the source schema, e.g. \"properties['DEAD_LETTER_REASON'] = 'terminated'\".")
+@click.option("--target", help="Publish to this topic instead of each message's REAL_TOPIC.")
+@click.option("--run-name", default="redrive", show_default=True, help="Runs with the same name, filter and target republish nothing twice.")
+@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@click.option("--master", default="local[*]", show_default=True)
+def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str) -> None:
+    """Republish dead letters of DLQ_TOPIC that match --where, idempotently, on Spark."""
+    from letterbox.spark.redrive import redrive
+    from letterbox.spark.session import local_session
+
+    spark = local_session(master, "letterbox-redrive")
+    try:
+        result = redrive(spark, service_url, dlq_topic, where=where, target=target, run_name=run_name)
+    except Exception as exc:
+        raise click.ClickException(f"redrive failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        spark.stop()
+    click.echo(f"selected {result['selected']} dead letters, republished {result['republished']}")

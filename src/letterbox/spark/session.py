@@ -23,6 +23,7 @@ def local_session(master: str = "local[*]", app_name: str = "letterbox", **conf:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
     )
     for k, v in conf.items():
         builder = builder.config(k.replace("_", "."), v) if "." not in k else builder.config(k, v)
