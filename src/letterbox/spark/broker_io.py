@@ -88,31 +88,40 @@ def read_range(
     timeout_ms: int,
     fail_on_data_loss: bool,
 ) -> Iterator[Any]:
-    """Messages of the entries in [start, end) of one partition topic."""
+    """(message, message id) of the entries in [start, end) of one partition topic."""
     if end.is_earliest or end <= start:
         return
     start_id = pulsar.MessageId.earliest if start.is_earliest else _message_id(topic, start)
-    reader = client.create_reader(topic, start_id, start_message_id_inclusive=True, receiver_queue_size=2000)
+    reader = client.create_reader(topic, start_id, start_message_id_inclusive=True, receiver_queue_size=5000)
+    # the native reader hands out native messages: same methods, no wrapper object per message
+    native = getattr(reader, "_reader", reader)
+    end_t = (end.ledger, end.entry)
+    last: tuple[int, int] | None = None
     try:
-        last: Position | None = None
-        while reader.has_message_available():
+        while True:
             try:
-                msg = reader.read_next(timeout_ms)
+                msg = native.read_next(0)  # what the client has already received
             except pulsar.Timeout:
-                break  # announced but not delivered: the entries were deleted (checked below)
-            pos = position_of(msg)
-            if pos >= end:
+                if not native.has_message_available():
+                    break
+                try:
+                    msg = native.read_next(timeout_ms)
+                except pulsar.Timeout:
+                    break  # announced but not delivered: the entries were deleted (checked below)
+            mid = msg.message_id()
+            pos = (mid.ledger_id(), mid.entry_id())
+            if pos >= end_t:
                 return
             if last is None:
-                if not start.is_earliest and pos > start:
-                    _lost(topic, start, pos, fail_on_data_loss)
-            elif pos.ledger == last.ledger and pos.entry > last.entry + 1:
-                _lost(topic, Position(last.ledger, last.entry + 1), pos, fail_on_data_loss)
+                if not start.is_earliest and pos > tuple(start):
+                    _lost(topic, start, Position(*pos), fail_on_data_loss)
+            elif pos[0] == last[0] and pos[1] > last[1] + 1:
+                _lost(topic, Position(last[0], last[1] + 1), Position(*pos), fail_on_data_loss)
             last = pos
-            yield msg
+            yield msg, mid
         if last is None and start.is_earliest:
             return  # "earliest" is whatever is still stored
-        have = start if last is None else Position(last.ledger, last.entry + 1)
+        have = start if last is None else Position(last[0], last[1] + 1)
         if have < end:
             _lost(topic, have, end, fail_on_data_loss)
     finally:

@@ -96,11 +96,14 @@ def read_partition(opts: ReadOptions, part: TopicRange) -> Iterator[Any]:
     client = open_client(opts.service_url)
     try:
         builder = BatchBuilder(part.pt.parent, part.pt.index)
-        for msg in read_range(client, part.pt.name, part.start, part.end, opts.read_timeout_ms, opts.fail_on_data_loss):
-            builder.add(msg)
-            if len(builder) >= opts.arrow_batch_size:
+        add, size, n = builder.add, opts.arrow_batch_size, 0
+        for msg, mid in read_range(client, part.pt.name, part.start, part.end, opts.read_timeout_ms, opts.fail_on_data_loss):
+            add(msg, mid)
+            n += 1
+            if n == size:
                 yield builder.build()
-        if len(builder):
+                n = 0
+        if n:
             yield builder.build()
     finally:
         client.close()

@@ -88,10 +88,8 @@ class BatchBuilder:
     def __len__(self) -> int:
         return len(self.values)
 
-    def add(self, msg: Any) -> None:
-        mid = msg.message_id()
-        key = msg.partition_key()
-        self.keys.append(key or None)
+    def add(self, msg: Any, mid: Any) -> None:
+        self.keys.append(msg.partition_key() or None)
         self.values.append(msg.data())
         self.props.append(list(msg.properties().items()))
         self.ids.append(f"{mid.ledger_id()}:{mid.entry_id()}:{self.partition}:{mid.batch_index()}")

@@ -6,19 +6,48 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 
-@dataclass(frozen=True)
 class Record:
-    key: str | None
-    value: bytes
-    properties: dict[str, str]
-    topic: str  # the topic the record was first published to (REAL_TOPIC on retries)
-    message_id: str  # its first message id, `ledger:entry:partition:batchIndex` (ORIGIN_MESSAGE_ID)
-    attempt: int  # 0 for the first processing, then RECONSUMETIMES
-    publish_time: datetime | None = None
-    event_time: datetime | None = None
+    """One record as the handler sees it (a plain slotted class: one is made per record)."""
+
+    __slots__ = ("attempt", "event_time_ms", "key", "message_id", "properties", "publish_time_ms", "topic", "value")
+
+    def __init__(
+        self,
+        key: str | None,
+        value: bytes,
+        properties: dict[str, str],
+        topic: str,
+        message_id: str,
+        attempt: int,
+        publish_time_ms: int | None = None,
+        event_time_ms: int | None = None,
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.properties = properties
+        self.topic = topic  # the topic the record was first published to (REAL_TOPIC on retries)
+        self.message_id = message_id  # its first message id, `ledger:entry:partition:batchIndex`
+        self.attempt = attempt  # 0 for the first processing, then RECONSUMETIMES
+        self.publish_time_ms = publish_time_ms
+        self.event_time_ms = event_time_ms
+
+    @property
+    def publish_time(self) -> datetime | None:
+        return _utc(self.publish_time_ms)
+
+    @property
+    def event_time(self) -> datetime | None:
+        return _utc(self.event_time_ms)
+
+    def __repr__(self) -> str:
+        return f"Record(topic={self.topic!r}, message_id={self.message_id!r}, attempt={self.attempt}, key={self.key!r})"
+
+
+def _utc(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass(frozen=True)

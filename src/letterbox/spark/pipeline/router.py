@@ -78,37 +78,69 @@ class Router:
         return pub
 
     def route_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        cols = {n: batch.column(i).to_pylist() for i, n in enumerate(batch.schema.names)}
-        n = batch.num_rows
+        names = batch.schema.names
+        col = batch.column
+        keys = col(names.index("key")).to_pylist()
+        values = col(names.index("value")).to_pylist()
+        props_col = col(names.index("properties"))
+        props_list = props_col.to_pylist()
+        topics = col(names.index("topic")).to_pylist()
+        ids = col(names.index("message_id")).to_pylist()
+        publish = col(names.index("publish_time")).cast(pa.int64()).to_pylist()
+        event = col(names.index("event_time")).cast(pa.int64()).to_pylist()
         records = []
-        for j in range(n):
-            props = dict(cols["properties"][j] or [])
+        real_topics: list[str] = []
+        origins: list[str] = []
+        attempts: list[int] = []
+        for j in range(batch.num_rows):
+            props = dict(props_list[j]) if props_list[j] else {}
+            rt = props.get(mp.REAL_TOPIC) or topics[j]
+            oid = props.get(mp.ORIGIN_MESSAGE_ID) or ids[j]
+            att = _int(props.get(mp.RECONSUMETIMES)) if props else 0
+            real_topics.append(rt)
+            origins.append(oid)
+            attempts.append(att)
+            pt, et = publish[j], event[j]
             records.append(
                 Record(
-                    key=cols["key"][j],
-                    value=cols["value"][j] or b"",
-                    properties=props,
-                    topic=props.get(mp.REAL_TOPIC) or cols["topic"][j],
-                    message_id=props.get(mp.ORIGIN_MESSAGE_ID) or cols["message_id"][j],
-                    attempt=_int(props.get(mp.RECONSUMETIMES)),
-                    publish_time=cols["publish_time"][j],
-                    event_time=cols["event_time"][j],
+                    keys[j], values[j] or b"", props, rt, oid, att,
+                    pt // 1000 if pt is not None else None,
+                    et // 1000 if et is not None else None,
                 )
             )
         outcomes = self._outcomes(records)
-        ok: list[tuple[Record, bytes]] = []
-        for j, (rec, out) in enumerate(zip(records, outcomes, strict=True)):
-            input_topic = cols["topic"][j] if cols["partition"][j] < 0 else f"{cols['topic'][j]}-partition-{cols['partition'][j]}"
-            ledger, entry, _, bidx = (int(x) for x in cols["message_id"][j].split(":"))
+        ok_rows: list[int] = []
+        ok_values: list[bytes] = []
+        partitions: list[int] | None = None
+        for j, out in enumerate(outcomes):
+            if not isinstance(out, Retry | Fail):
+                ok_rows.append(j)
+                ok_values.append(_to_bytes(out, records[j]))
+                continue
+            if partitions is None:
+                partitions = col(names.index("partition")).to_pylist()
+            p = partitions[j]
+            input_topic = topics[j] if p < 0 else f"{topics[j]}-partition-{p}"
+            ledger, entry, _, bidx = (int(x) for x in ids[j].split(":"))
             seq = sequence_id_for(ledger, entry, bidx)
             if isinstance(out, Retry):
-                self._retry(rec, out, input_topic, seq)
-            elif isinstance(out, Fail):
-                self._dead(rec, mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
+                self._retry(records[j], out, input_topic, seq)
             else:
-                ok.append((rec, _to_bytes(out, rec)))
-        self.counts["ok"] += len(ok)
-        return _sink_batch(ok)
+                self._dead(records[j], mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
+        self.counts["ok"] += len(ok_rows)
+        take = pa.array(ok_rows, pa.int64())
+        return pa.RecordBatch.from_arrays(
+            [
+                col(names.index("key")).take(take),
+                pa.array(ok_values, pa.binary()),
+                props_col.take(take),
+                pa.array([real_topics[j] for j in ok_rows], pa.string()),
+                pa.array([origins[j] for j in ok_rows], pa.string()),
+                pa.array([attempts[j] for j in ok_rows], pa.int32()),
+                col(names.index("publish_time")).take(take),
+            ],
+            schema=SINK_ARROW_SCHEMA,
+        )
 
     def _outcomes(self, records: list[Record]) -> Sequence[Any]:
         if self.cfg.vectorized:
@@ -185,14 +217,8 @@ class Router:
         self.counts["dead"] += 1
 
     def _send(self, topic: str, rec: Record, props: dict[str, str], input_topic: str, seq: int) -> None:
-        ev = rec.event_time
         self._publisher(input_topic).send(
-            topic,
-            rec.value,
-            seq,
-            key=rec.key,
-            properties=props,
-            event_time_ms=int(ev.timestamp() * 1000) if ev is not None else None,
+            topic, rec.value, seq, key=rec.key, properties=props, event_time_ms=rec.event_time_ms
         )
 
     def finish(self) -> None:
@@ -222,21 +248,6 @@ def _int(v: str | None) -> int:
 def _error_text(exc: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text[:2000]
-
-
-def _sink_batch(rows: list[tuple[Record, bytes]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([r.key for r, _ in rows], pa.string()),
-            pa.array([v for _, v in rows], pa.binary()),
-            pa.array([list(r.properties.items()) for r, _ in rows], pa.map_(pa.string(), pa.string())),
-            pa.array([r.topic for r, _ in rows], pa.string()),
-            pa.array([r.message_id for r, _ in rows], pa.string()),
-            pa.array([r.attempt for r, _ in rows], pa.int32()),
-            pa.array([r.publish_time for r, _ in rows], pa.timestamp("us", tz="UTC")),
-        ],
-        schema=SINK_ARROW_SCHEMA,
-    )
 
 
 def route_partition(cfg: RouterConfig) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
