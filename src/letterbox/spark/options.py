@@ -97,6 +97,9 @@ class ReadOptions:
     retry_tiers: dict[str, int] = field(default_factory=dict)
     read_timeout_ms: int = 10_000
     arrow_batch_size: int = 10_000
+    # "records": one row per message; "ranges": one row per planned position range (for
+    # jobs that read the messages themselves in their tasks, like the pipeline)
+    emit: str = "records"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -139,7 +142,15 @@ class ReadOptions:
             retry_tiers=tiers,
             read_timeout_ms=_int(options, "read_timeout_ms", 10_000, 1) or 10_000,
             arrow_batch_size=_int(options, "arrow_batch_size", 10_000, 1) or 10_000,
+            emit=_emit(options),
         )
+
+
+def _emit(options: Mapping[str, str]) -> str:
+    v = _get(options, "emit") or "records"
+    if v not in ("records", "ranges"):
+        raise SparkOptionError(f"option emit must be 'records' or 'ranges', got {v!r}")
+    return v
 
 
 def _tiers(text: str | None) -> dict[str, int]:

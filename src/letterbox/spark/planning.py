@@ -91,8 +91,17 @@ def _size(r: TopicRange) -> int:
     return r.end.entry - r.start.entry if r.start.ledger == r.end.ledger else 0
 
 
+RANGES_DDL = (
+    "topic string, partition int, partition_topic string, "
+    "start_ledger long, start_entry long, end_ledger long, end_entry long"
+)
+
+
 def read_partition(opts: ReadOptions, part: TopicRange) -> Iterator[Any]:
-    """Arrow record batches of one TopicRange (runs in a Spark executor)."""
+    """Arrow record batches of one TopicRange (runs in a Spark executor); with emit=ranges, the range itself."""
+    if opts.emit == "ranges":
+        yield (part.pt.parent, part.pt.index, part.pt.name, *part.start, *part.end)
+        return
     client = open_client(opts.service_url)
     try:
         builder = BatchBuilder(part.pt.parent, part.pt.index)

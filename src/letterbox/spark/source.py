@@ -14,6 +14,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from letterbox.spark.options import ReadOptions, WriteOptions
+from letterbox.spark.planning import RANGES_DDL
 from letterbox.spark.schema import SCHEMA
 
 
@@ -22,7 +23,9 @@ class LetterboxDataSource(DataSource):
     def name(cls) -> str:
         return "letterbox"
 
-    def schema(self) -> StructType:
+    def schema(self) -> StructType | str:
+        if str(self.options.get("emit", "records")).strip() == "ranges":
+            return RANGES_DDL
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:

@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from letterbox import message_properties as mp
-from letterbox.spark.offsets import sequence_id_for
+from letterbox.spark.broker_io import open_client, read_range
+from letterbox.spark.offsets import Position, sequence_id_for
 from letterbox.spark.pipeline.outcomes import Fail, Record, Retry
 from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
 from letterbox.spark.publisher import IdempotentPublisher
@@ -77,67 +78,45 @@ class Router:
             pub = self.publishers[input_topic] = IdempotentPublisher(self.cfg.service_url, name)
         return pub
 
-    def route_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        names = batch.schema.names
-        col = batch.column
-        keys = col(names.index("key")).to_pylist()
-        values = col(names.index("value")).to_pylist()
-        props_col = col(names.index("properties"))
-        props_list = props_col.to_pylist()
-        topics = col(names.index("topic")).to_pylist()
-        ids = col(names.index("message_id")).to_pylist()
-        publish = col(names.index("publish_time")).cast(pa.int64()).to_pylist()
-        event = col(names.index("event_time")).cast(pa.int64()).to_pylist()
+    def route_messages(self, msgs: list[tuple[Any, Any]], topic: str, partition: int, input_topic: str) -> pa.RecordBatch:
+        """Route (message, message id) pairs read from one input partition; returns the sink rows."""
         records = []
-        real_topics: list[str] = []
-        origins: list[str] = []
-        attempts: list[int] = []
-        for j in range(batch.num_rows):
-            props = dict(props_list[j]) if props_list[j] else {}
-            rt = props.get(mp.REAL_TOPIC) or topics[j]
-            oid = props.get(mp.ORIGIN_MESSAGE_ID) or ids[j]
-            att = _int(props.get(mp.RECONSUMETIMES)) if props else 0
-            real_topics.append(rt)
-            origins.append(oid)
-            attempts.append(att)
-            pt, et = publish[j], event[j]
+        for msg, mid in msgs:
+            props = msg.properties()
+            if props:
+                rt = props.get(mp.REAL_TOPIC) or topic
+                oid = props.get(mp.ORIGIN_MESSAGE_ID) or f"{mid.ledger_id()}:{mid.entry_id()}:{partition}:{mid.batch_index()}"
+                att = _int(props.get(mp.RECONSUMETIMES))
+            else:
+                rt, att = topic, 0
+                oid = f"{mid.ledger_id()}:{mid.entry_id()}:{partition}:{mid.batch_index()}"
+            et = msg.event_timestamp()
             records.append(
-                Record(
-                    keys[j], values[j] or b"", props, rt, oid, att,
-                    pt // 1000 if pt is not None else None,
-                    et // 1000 if et is not None else None,
-                )
+                Record(msg.partition_key() or None, msg.data(), props, rt, oid, att, msg.publish_timestamp(), et or None)
             )
         outcomes = self._outcomes(records)
-        ok_rows: list[int] = []
-        ok_values: list[bytes] = []
-        partitions: list[int] | None = None
+        ok: list[tuple[Record, bytes]] = []
         for j, out in enumerate(outcomes):
+            rec = records[j]
             if not isinstance(out, Retry | Fail):
-                ok_rows.append(j)
-                ok_values.append(_to_bytes(out, records[j]))
+                ok.append((rec, _to_bytes(out, rec)))
                 continue
-            if partitions is None:
-                partitions = col(names.index("partition")).to_pylist()
-            p = partitions[j]
-            input_topic = topics[j] if p < 0 else f"{topics[j]}-partition-{p}"
-            ledger, entry, _, bidx = (int(x) for x in ids[j].split(":"))
-            seq = sequence_id_for(ledger, entry, bidx)
+            mid = msgs[j][1]
+            seq = sequence_id_for(mid.ledger_id(), mid.entry_id(), mid.batch_index())
             if isinstance(out, Retry):
-                self._retry(records[j], out, input_topic, seq)
+                self._retry(rec, out, input_topic, seq)
             else:
-                self._dead(records[j], mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
-        self.counts["ok"] += len(ok_rows)
-        take = pa.array(ok_rows, pa.int64())
+                self._dead(rec, mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
+        self.counts["ok"] += len(ok)
         return pa.RecordBatch.from_arrays(
             [
-                col(names.index("key")).take(take),
-                pa.array(ok_values, pa.binary()),
-                props_col.take(take),
-                pa.array([real_topics[j] for j in ok_rows], pa.string()),
-                pa.array([origins[j] for j in ok_rows], pa.string()),
-                pa.array([attempts[j] for j in ok_rows], pa.int32()),
-                col(names.index("publish_time")).take(take),
+                pa.array([r.key for r, _ in ok], pa.string()),
+                pa.array([v for _, v in ok], pa.binary()),
+                pa.array([list(r.properties.items()) for r, _ in ok], pa.map_(pa.string(), pa.string())),
+                pa.array([r.topic for r, _ in ok], pa.string()),
+                pa.array([r.message_id for r, _ in ok], pa.string()),
+                pa.array([r.attempt for r, _ in ok], pa.int32()),
+                pa.array([r.publish_time_ms * 1000 if r.publish_time_ms else None for r, _ in ok], pa.timestamp("us", tz="UTC")),
             ],
             schema=SINK_ARROW_SCHEMA,
         )
@@ -250,22 +229,40 @@ def _error_text(exc: BaseException) -> str:
     return text[:2000]
 
 
-def route_partition(cfg: RouterConfig) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of one micro-batch."""
+def route_ranges(
+    cfg: RouterConfig, read_timeout_ms: int, fail_on_data_loss: bool, chunk: int = 10_000
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one micro-batch: its input rows are position
+    ranges (the `letterbox` source with emit=ranges); each range is read here
+    with the official client and routed, so records enter the JVM only once,
+    as sink rows."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Sink rows are yielded as they come: if the task fails later (a
         # publish error in finish()), Spark discards the task's output.
         router = Router(cfg)
+        client = open_client(cfg.service_url)
         finished = False
         try:
             for b in batches:
-                yield router.route_batch(b)
+                for row in b.to_pylist():
+                    start = Position(row["start_ledger"], row["start_entry"])
+                    end = Position(row["end_ledger"], row["end_entry"])
+                    topic, part, name = row["topic"], row["partition"], row["partition_topic"]
+                    pending: list[tuple[Any, Any]] = []
+                    for pair in read_range(client, name, start, end, read_timeout_ms, fail_on_data_loss):
+                        pending.append(pair)
+                        if len(pending) == chunk:
+                            yield router.route_messages(pending, topic, part, name)
+                            pending = []
+                    if pending:
+                        yield router.route_messages(pending, topic, part, name)
             router.finish()  # every retry / dead letter is stored before the task can succeed
             finished = True
         finally:
             if not finished:
                 for pub in router.publishers.values():
                     pub.close()
+            client.close()
 
     return run

@@ -2,7 +2,9 @@
 # the source topic and the delay-tier retry topics (only their due prefix)
 # through the `letterbox` data source with a durable subscription, and in
 # foreachBatch routes every record (router.py) and hands the successes to the
-# sink. The default sink writes Parquet under `<sink>/batch_id=<N>`,
+# sink. The source emits position ranges (emit=ranges), not records: each
+# task reads its range with the official client and routes it in the same
+# Python worker, so a record crosses into the JVM once, as a sink row. The default sink writes Parquet under `<sink>/batch_id=<N>`,
 # overwriting that directory when a batch is re-run after a restart, so the
 # sink holds every success exactly once.
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
-from letterbox.spark.pipeline.router import SINK_DDL, RouterConfig, route_partition
+from letterbox.spark.pipeline.router import SINK_DDL, RouterConfig, route_ranges
 
 SinkFn = Callable[[Any, int], None]
 
@@ -47,6 +49,7 @@ class Pipeline:
     max_records_per_trigger: int | None = None
     trigger_interval: str = "1 second"
     starting_offsets: str = "earliest"
+    read_timeout_ms: int = 10_000
 
     def __post_init__(self) -> None:
         self.topics = PipelineTopics.build(self.topic, self.subscription, self.policy, self.dead_letter_topic)
@@ -58,6 +61,7 @@ class Pipeline:
             .option("topic", self.topics.source)
             .option("subscription", self.subscription)
             .option("starting_offsets", self.starting_offsets)
+            .option("emit", "ranges")
             .option("retry_tiers", json.dumps({t: round(d * 1000) for d, t in self.topics.tiers.items()}))
         )
         if self.max_records_per_trigger:
@@ -66,7 +70,7 @@ class Pipeline:
 
     def process_batch(self, df: Any, batch_id: int) -> None:
         cfg = RouterConfig(self.service_url, self.topics, self.policy, self.handler, self.vectorized)
-        routed = df.mapInArrow(route_partition(cfg), SINK_DDL)
+        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True), SINK_DDL)
         sink = parquet_sink(self.sink) if isinstance(self.sink, str) else self.sink
         sink(routed, batch_id)
 
