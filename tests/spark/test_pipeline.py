@@ -152,3 +152,31 @@ def test_a_retried_record_is_not_processed_before_its_delay(
         processed_at = float(bytes(r.value).decode())
         assert processed_at - sent_for_retry >= 2.0
         assert dict(retried[r.message_id].properties)[mp.DELAY_TIME] == "2000"
+
+
+def test_vectorized_handler_over_pandas(spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path) -> None:
+    topic = unique("vectorized")
+    producer = pclient.create_producer(topic)
+    for i in range(200):
+        producer.send(f"{i}".encode())
+
+    def handler(frame: Any) -> list[Any]:
+        numbers = frame["value"].map(lambda v: int(v))
+        return [Fail(f"seven: {n}") if n % 10 == 7 else str(n * n) for n in numbers]
+
+    p = Pipeline(
+        spark=spark, service_url=spark_broker.url, topic=topic, subscription="vec", handler=handler,
+        sink=str(tmp_path / "sink"), checkpoint=str(tmp_path / "ck"), vectorized=True,
+        trigger_interval="200 milliseconds",
+    )
+    q = p.start()
+    try:
+        assert wait_until(lambda: _count(lambda: spark.read.parquet(str(tmp_path / "sink")).count()) >= 180, timeout=120, interval=0.3)
+        assert wait_until(lambda: _count(lambda: _read(spark, spark_broker.url, p.topics.dead_letter).count()) >= 20, timeout=60, interval=0.3)
+    finally:
+        q.stop()
+    out = sorted(int(bytes(r.value)) for r in spark.read.parquet(str(tmp_path / "sink")).collect())
+    assert out == sorted(n * n for n in range(200) if n % 10 != 7)
+    dead = _read(spark, spark_broker.url, p.topics.dead_letter).collect()
+    assert sorted(int(bytes(r.value)) for r in dead) == [n for n in range(200) if n % 10 == 7]
+    assert {dict(r.properties)[mp.DEAD_LETTER_REASON] for r in dead} == {mp.REASON_TERMINATED}

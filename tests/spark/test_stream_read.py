@@ -67,3 +67,43 @@ def test_stop_and_restart_from_checkpoint_is_exactly_once(
     assert len(rows) == total
     assert sorted(int(bytes(r.value).decode()[1:]) for r in rows) == list(range(total))
     assert len({(r.partition, r.message_id) for r in rows}) == total
+
+
+def test_fail_on_data_loss(spark: Any, broker_factory: Any, tmp_path: Path) -> None:
+    import json
+    import urllib.request
+
+    import pulsar
+
+    b = broker_factory(tmp_path / "lossy")  # retention 0: acknowledged entries are deleted
+    c = pulsar.Client(b.url)
+    try:
+        producer = c.create_producer("lossy")
+        ids = [producer.send(f"m{i}".encode()) for i in range(10)]
+        consumer = c.subscribe("lossy", "eater", initial_position=pulsar.InitialPosition.Earliest)
+        for _ in range(10):
+            consumer.acknowledge(consumer.receive(10_000))
+        for i in range(10, 15):
+            producer.send(f"m{i}".encode())
+
+        def stored() -> int:
+            url = f"{b.admin_url}/admin/v2/persistent/public/default/lossy/internalStats"
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return int(json.load(r)["numberOfEntries"])
+
+        assert wait_until(lambda: stored() == 5, timeout=60, interval=0.2)
+        start = json.dumps({"lossy": {"-1": f"{ids[2].ledger_id()}:{ids[2].entry_id()}"}})
+        base = (
+            spark.read.format("letterbox").option("service_url", b.url).option("topic", "lossy")
+            .option("starting_offsets", start)
+        )
+        try:
+            base.load().collect()
+            raise AssertionError("reading deleted entries should fail")
+        except Exception as exc:
+            assert "no longer stored" in str(exc)
+        rows = base.option("fail_on_data_loss", "false").load().collect()
+        assert sorted(bytes(r.value).decode() for r in rows) == [f"m{i}" for i in range(10, 15)]
+        consumer.close()
+    finally:
+        c.close()
