@@ -1,6 +1,8 @@
-# The executor side of the pipeline: for every input record, call the
-# handler once and route the result — success to the sink (yielded as a
-# row), retry to a delay-tier topic, dead letter to the DLQ topic.
+# The executor side of the pipeline. A task gets position ranges (the
+# `letterbox` source with emit=ranges), reads their messages with the
+# official client, calls the handler once per record and routes the result:
+# success to the sink (yielded as an Arrow row), retry to a delay-tier topic,
+# dead letter to the DLQ topic.
 #
 # Exactly once per attempt: retry and DLQ messages are published by a
 # producer named after the pipeline and the *input partition topic*, with the
