@@ -46,6 +46,7 @@ def test_move_is_atomic_and_idempotent(api: Any, client: pulsar.Client) -> None:
     assert moved.data() == b"x" and moved.partition_key() == "k"
     assert props["a"] == "1" and props["b"] == "2"
     assert props["DEAD_LETTER_REASON"] == "terminated" and props["DEAD_LETTER_DESCRIPTION"] == "bad"
+    assert props["DEAD_LETTER_SUBSCRIPTION"] == "s" and props["DELIVERY_COUNT"] == "1"
     assert props["REAL_TOPIC"] == T + "mv-src" and props["ORIGIN_MESSAGE_ID"] == _mid(msg)
     with pytest.raises(pulsar.Timeout):
         ops.receive(500)

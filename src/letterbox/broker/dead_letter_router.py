@@ -42,6 +42,32 @@ def dead_letter_topic_name(source: TopicName, subscription: str, configured: str
     return TopicName(parent.domain, parent.tenant, parent.namespace, f"{parent.local}-{subscription}-DLQ")
 
 
+def dead_letter_stamps(
+    sub: Subscription,
+    entry_id: int,
+    reason: str,
+    description: str | None,
+    now: int,
+    last_delivery_counted: bool,
+) -> dict[str, str]:
+    """The properties a dead letter gains: why, when, where from, and its deliveries.
+    `last_delivery_counted`: the redelivery count already includes the delivery that
+    failed last (a max-redeliveries decision counts it before deciding)."""
+    extra = {
+        DEAD_LETTER_REASON: reason,
+        DEAD_LETTER_TIME: str(now),
+        DEAD_LETTER_SUBSCRIPTION: sub.name,
+        DELIVERY_COUNT: str(sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)),
+    }
+    first, last = sub.delivery_times(entry_id)
+    if first:
+        extra[FIRST_DELIVERY_TIME] = str(first)
+        extra[LAST_DELIVERY_TIME] = str(last)
+    if description:
+        extra[DEAD_LETTER_DESCRIPTION] = description
+    return extra
+
+
 async def move_to_dead_letter(
     sub: Subscription,
     entry_ids: list[int],
@@ -76,19 +102,8 @@ async def move_to_dead_letter(
         entry = source.ledger.read_entry(eid)
         if entry is None:
             continue
-        first, last = sub.delivery_times(eid)
-        extra = {
-            DEAD_LETTER_REASON: reason,
-            DEAD_LETTER_TIME: str(now),
-            DEAD_LETTER_SUBSCRIPTION: sub.name,
-            # deliveries so far; a max-redeliveries move has already counted the last one
-            DELIVERY_COUNT: str(cursor.redelivery_count(eid) + (0 if reason == REASON_MAX_REDELIVERIES else 1)),
-        }
-        if first:
-            extra[FIRST_DELIVERY_TIME] = str(first)
-            extra[LAST_DELIVERY_TIME] = str(last)
-        if description:
-            extra[DEAD_LETTER_DESCRIPTION] = description
+        extra = dead_letter_stamps(sub, eid, reason, description, now,
+                                   last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
         acked_indexes = cursor.acked_indexes(eid)
         built = build_moved_entry(
             entry.data,

@@ -19,18 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from letterbox.broker.dead_letter_router import dead_letter_stamps
 from letterbox.broker.moved_entry import build_moved_entry
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed, TopicNotFound
-from letterbox.message_properties import (
-    DEAD_LETTER_DESCRIPTION,
-    DEAD_LETTER_REASON,
-    DEAD_LETTER_SUBSCRIPTION,
-    DEAD_LETTER_TIME,
-    DELIVERY_COUNT,
-    REAL_TOPIC,
-    origin_message_id,
-)
+from letterbox.message_properties import REAL_TOPIC, origin_message_id
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
@@ -94,12 +87,9 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     now = int(time.time() * 1000)
     extra = dict(req.properties)
     if req.dead_letter_reason:
-        extra.setdefault(DEAD_LETTER_REASON, req.dead_letter_reason)
-        extra.setdefault(DEAD_LETTER_TIME, str(now))
-        extra.setdefault(DEAD_LETTER_SUBSCRIPTION, sub.name)
-        extra.setdefault(DELIVERY_COUNT, str(cursor.redelivery_count(eid) + 1))
-        if req.description:
-            extra.setdefault(DEAD_LETTER_DESCRIPTION, req.description)
+        stamps = dead_letter_stamps(sub, eid, req.dead_letter_reason, req.description, now,
+                                    last_delivery_counted=False)
+        extra = {**stamps, **extra}
     skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
     built = build_moved_entry(
         entry.data,
