@@ -147,7 +147,3 @@ def parse_message_id(text: str, hint: str) -> tuple[int, int, int]:
             param_hint=hint,
         )
     return int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) is not None else -1
-
-
-def properties_dict(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    return dict(pairs)
