@@ -7,7 +7,6 @@
 # headers; PeekedMessage turns them into one record for printing.
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +15,7 @@ import click
 
 from letterbox.broker.topic_name import TopicName
 from letterbox.cli_http import AdminApiError, AdminContext, Response, output_option, pass_admin
-from letterbox.cli_output import echo_json, key_values, payload_text, table
+from letterbox.cli_output import echo_json, key_values, payload_json, payload_text, table
 from letterbox.cli_params import (
     NAMESPACE,
     TIME_HELP,
@@ -327,12 +326,8 @@ class PeekedMessage:
         return cls(message_id, props, headers, resp.body)
 
     def as_json(self) -> dict[str, Any]:
-        try:
-            text: str | None = self.payload.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
         return {"messageId": self.message_id, "properties": self.properties, "headers": self.headers,
-                "payload": text, "payloadBase64": base64.b64encode(self.payload).decode()}
+                **payload_json(self.payload)}
 
     def echo(self) -> None:
         click.echo(f"Message ID: {self.message_id or '-'}")

@@ -6,7 +6,6 @@
 # it; with `--output json` it prints one JSON object per message (JSON Lines).
 from __future__ import annotations
 
-import base64
 import datetime
 import json
 import os
@@ -22,6 +21,7 @@ from letterbox.cli_output import (
     OUTPUT_CHOICE,
     echo_json,
     format_epoch_ms,
+    payload_json,
     payload_text,
     properties_text,
 )
@@ -131,11 +131,6 @@ def _message_id(mid: Any) -> str:
 
 # --- consume ---------------------------------------------------------------------------
 def message_record(msg: Any) -> dict[str, Any]:
-    data: bytes = msg.data()
-    try:
-        text: str | None = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
     return {
         "messageId": _message_id(msg.message_id()),
         "topic": msg.topic_name(),
@@ -144,8 +139,7 @@ def message_record(msg: Any) -> dict[str, Any]:
         "publishTime": msg.publish_timestamp(),
         "eventTime": msg.event_timestamp(),
         "redeliveryCount": msg.redelivery_count(),
-        "payload": text,
-        "payloadBase64": base64.b64encode(data).decode(),
+        **payload_json(msg.data()),
     }
 
 

@@ -3,6 +3,7 @@
 # runner captures them.
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -63,6 +64,15 @@ def payload_text(payload: bytes) -> str:
         return payload.decode("utf-8")
     except UnicodeDecodeError:
         return f"(binary, {len(payload)} bytes) {payload.hex()}"
+
+
+def payload_json(payload: bytes) -> dict[str, str | None]:
+    """A payload for JSON output: `payload` (UTF-8 text, or null) and `payloadBase64`."""
+    try:
+        text: str | None = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {"payload": text, "payloadBase64": base64.b64encode(payload).decode()}
 
 
 def format_epoch_ms(ms: Any) -> str:
