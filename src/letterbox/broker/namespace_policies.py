@@ -101,6 +101,7 @@ class NamespacePolicyCache:
 
     def forget(self, namespace: str) -> None:
         self._cache.pop(namespace, None)
+        self.service.apply_namespace_policies(namespace)
 
     # --- what the broker asks ----------------------------------------------------
     def deduplication(self, namespace: str) -> bool:

@@ -232,14 +232,11 @@ class BrokerService:
 
     # --- namespace policies ---------------------------------------------------
     def apply_namespace_policies(self, namespace: str) -> None:
-        """A namespace policy changed: apply retention to its loaded topics and wake
-        their dispatchers (dead-letter and backoff policies are read per decision)."""
-        retention_ms = self.namespace_policies.retention_ms(namespace)
-        retention_bytes = self.namespace_policies.retention_bytes(namespace)
+        """A namespace policy changed: its loaded topics take up the new policies,
+        trim by the new retention and wake their dispatchers."""
         for topic in list(self.topics.values()):
             if isinstance(topic, PersistentTopic) and topic.name.namespace_name == namespace:
-                topic.ledger.retention_ms = retention_ms
-                topic.ledger.retention_bytes = retention_bytes
+                topic.refresh_policies()
                 topic.ledger.trim()
                 for sub in topic.subscriptions.values():
                     if sub.consumers:

@@ -92,7 +92,7 @@ class Subscription:
     def policy(self) -> SubscriptionPolicy:
         if self.consumer_policy is not None:
             return self.consumer_policy
-        return self.topic.service.namespace_policies.subscription_policy(self.topic.name.namespace_name)
+        return self.topic.namespace_subscription_policy
 
     @policy.setter
     def policy(self, value: SubscriptionPolicy) -> None:
@@ -447,7 +447,8 @@ class Subscription:
 
     def _send(self, target: Consumer, entry: Entry_) -> None:
         eid = entry.position.entry_id
-        if self.policy.dead_letter is not None or self.policy.backoff is not None:
+        policy = self.policy
+        if policy.dead_letter is not None or policy.backoff is not None:
             now = _now_ms()
             first = self._deliveries.get(eid, (now, now))[0]
             self._deliveries[eid] = (first, now)

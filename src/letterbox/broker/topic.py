@@ -106,8 +106,7 @@ class PersistentTopic(Topic):
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
-        ledger.retention_ms = service.namespace_policies.retention_ms(name.namespace_name)
-        ledger.retention_bytes = service.namespace_policies.retention_bytes(name.namespace_name)
+        self.refresh_policies()
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():
             self.subscriptions[cname] = Subscription(self, cname, cursor, durable=True)
@@ -133,9 +132,20 @@ class PersistentTopic(Topic):
             sequence_id=sequence_id if dedup else None,
         )
 
+    def refresh_policies(self) -> None:
+        """Take up the namespace's policies (falling back to the broker's configuration):
+        at load, and whenever the namespace's policies change. Kept here so the publish
+        and dispatch paths read attributes instead of resolving them per message."""
+        policies = self.service.namespace_policies
+        ns = self.name.namespace_name
+        self.ledger.retention_ms = policies.retention_ms(ns)
+        self.ledger.retention_bytes = policies.retention_bytes(ns)
+        self._deduplication = policies.deduplication(ns)
+        self.namespace_subscription_policy = policies.subscription_policy(ns)
+
     def deduplication_enabled(self) -> bool:
         """The namespace's deduplication policy, else the broker's configuration."""
-        return self.service.namespace_policies.deduplication(self.name.namespace_name)
+        return self._deduplication
 
     def subscription_for(
         self,
