@@ -188,13 +188,12 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
     if dry_run or matched == 0:
         result = {"matched": matched, "moved": 0, "remaining": int(probe.get("remaining", matched) or 0),
                   "dryRun": dry_run}
-        if a.json:
-            echo_json(result)
-        elif dry_run:
-            click.echo(f"Dry run: would move {min(matched, max_messages or matched)} of {matched} "
+        if dry_run:
+            message = (f"Dry run: would move {min(matched, max_messages or matched)} of {matched} "
                        f"messages{_describe(body)} from {dlq_topic} {where}")
         else:
-            click.echo(f"Nothing to redrive: no messages{_describe(body)} in {dlq_topic}")
+            message = f"Nothing to redrive: no messages{_describe(body)} in {dlq_topic}"
+        a.report(message, result)
         return
     goal = min(matched, max_messages) if max_messages else matched
     chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate * SECONDS_PER_CALL)))
@@ -222,12 +221,9 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
             f"interrupted after {moved} of {goal} messages were moved (the call in flight may still "
             "finish on the broker); run the same command again to move the rest: nothing is moved twice"
         ) from None
-    result = {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False}
-    if a.json:
-        echo_json(result)
-    else:
-        click.echo(f"Moved {moved} messages{_describe(body)} from {dlq_topic} {where}; "
-                   f"{remaining} matching messages remain")
+    a.report(f"Moved {moved} messages{_describe(body)} from {dlq_topic} {where}; "
+             f"{remaining} matching messages remain",
+             {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False})
 
 
 @dlq.command("purge")
@@ -245,22 +241,15 @@ def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, propert
         probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
         count = int(probe.get("purged") or 0)
         if dry_run:
-            if a.json:
-                echo_json({"purged": count, "dryRun": True})
-            else:
-                click.echo(f"Dry run: would purge {count} messages{_describe(body)} from {dlq_topic}")
+            a.report(f"Dry run: would purge {count} messages{_describe(body)} from {dlq_topic}",
+                     {"purged": count, "dryRun": True})
             return
         if count == 0:
-            if a.json:
-                echo_json({"purged": 0, "dryRun": False})
-            else:
-                click.echo(f"Nothing to purge: no messages{_describe(body)} in {dlq_topic}")
+            a.report(f"Nothing to purge: no messages{_describe(body)} in {dlq_topic}",
+                     {"purged": 0, "dryRun": False})
             return
         click.confirm(f"Permanently delete {count} messages{_describe(body)} from {dlq_topic}?",
                       abort=True, err=True)
     res = a.client.post_json(path, {**body, "dryRun": False}) or {}
     purged = int(res.get("purged") or 0)
-    if a.json:
-        echo_json({"purged": purged, "dryRun": False})
-    else:
-        click.echo(f"Purged {purged} messages{_describe(body)} from {dlq_topic}")
+    a.report(f"Purged {purged} messages{_describe(body)} from {dlq_topic}", {"purged": purged, "dryRun": False})

@@ -131,12 +131,16 @@ class AdminContext:
     def json(self) -> bool:
         return self.output == "json"
 
-    def done(self, message: str, **fields: Any) -> None:
-        """Report a call that returns no body (204)."""
+    def report(self, message: str, result: Any) -> None:
+        """`result` as JSON with --output json, else the sentence `message`."""
         if self.json:
-            echo_json({"result": "ok", **fields})
+            echo_json(result)
         else:
             click.echo(message)
+
+    def done(self, message: str, **fields: Any) -> None:
+        """Report a call that returns no body (204)."""
+        self.report(message, {"result": "ok", **fields})
 
     def names(self, values: Any) -> None:
         if self.json:
