@@ -120,33 +120,33 @@ def namespaces_list(a: AdminContext, tenant: str) -> None:
 @click.argument("namespace", type=NAMESPACE)
 @output_option
 @pass_admin
-def namespaces_create(a: AdminContext, namespace: tuple[str, str]) -> None:
+def namespaces_create(a: AdminContext, namespace: str) -> None:
     """Create NAMESPACE."""
     a.client.request("PUT", namespace_path(namespace))
-    a.done(f"Created namespace {'/'.join(namespace)}", namespace="/".join(namespace))
+    a.done(f"Created namespace {namespace}", namespace=namespace)
 
 
 @namespaces.command("delete")
 @click.argument("namespace", type=NAMESPACE)
 @output_option
 @pass_admin
-def namespaces_delete(a: AdminContext, namespace: tuple[str, str]) -> None:
+def namespaces_delete(a: AdminContext, namespace: str) -> None:
     """Delete NAMESPACE (it must have no topics)."""
     a.client.request("DELETE", namespace_path(namespace))
-    a.done(f"Deleted namespace {'/'.join(namespace)}", namespace="/".join(namespace))
+    a.done(f"Deleted namespace {namespace}", namespace=namespace)
 
 
 @namespaces.command("policies")
 @click.argument("namespace", type=NAMESPACE)
 @output_option
 @pass_admin
-def namespaces_policies(a: AdminContext, namespace: tuple[str, str]) -> None:
+def namespaces_policies(a: AdminContext, namespace: str) -> None:
     """Show the policies of NAMESPACE (deduplication, retention, TTL, ...)."""
     policies = a.client.get_json(namespace_path(namespace))
     if a.json:
         echo_json(policies)
         return
-    click.echo(f"namespace: {'/'.join(namespace)}")
+    click.echo(f"namespace: {namespace}")
     key_values(dict(sorted((policies or {}).items())), nested=True)
 
 
@@ -156,14 +156,14 @@ def namespaces_policies(a: AdminContext, namespace: tuple[str, str]) -> None:
               help="Turn producer message deduplication on or off.")
 @output_option
 @pass_admin
-def namespaces_set_dedup(a: AdminContext, namespace: tuple[str, str], enable: bool | None) -> None:
+def namespaces_set_dedup(a: AdminContext, namespace: str, enable: bool | None) -> None:
     """Enable or disable message deduplication for NAMESPACE."""
     if enable is None:
         raise click.UsageError("say --enable or --disable")
     a.client.request("POST", namespace_path(namespace) + "/deduplication", enable)
     state = "enabled" if enable else "disabled"
-    a.done(f"Deduplication {state} on {'/'.join(namespace)}",
-           namespace="/".join(namespace), deduplicationEnabled=enable)
+    a.done(f"Deduplication {state} on {namespace}",
+           namespace=namespace, deduplicationEnabled=enable)
 
 
 @namespaces.command("set-retention")
@@ -175,7 +175,7 @@ def namespaces_set_dedup(a: AdminContext, namespace: tuple[str, str], enable: bo
               help="How much is kept per topic: 10M, 16G, 3T (bytes if no unit); -1 no limit.")
 @output_option
 @pass_admin
-def namespaces_set_retention(a: AdminContext, namespace: tuple[str, str], retention_time: str,
+def namespaces_set_retention(a: AdminContext, namespace: str, retention_time: str,
                              retention_size: str) -> None:
     """Set the retention of acknowledged messages for NAMESPACE."""
     seconds = parse_duration_seconds(retention_time, "'-t' / '--time'")
@@ -185,8 +185,8 @@ def namespaces_set_retention(a: AdminContext, namespace: tuple[str, str], retent
     minutes = -1 if seconds == -1 else seconds // 60
     body = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
     a.client.request("POST", namespace_path(namespace) + "/retention", body)
-    a.done(f"Retention of {'/'.join(namespace)} set to {minutes} minutes, {size_mb} MB",
-           namespace="/".join(namespace), **body)
+    a.done(f"Retention of {namespace} set to {minutes} minutes, {size_mb} MB",
+           namespace=namespace, **body)
 
 
 @namespaces.command("set-message-ttl")
@@ -195,14 +195,14 @@ def namespaces_set_retention(a: AdminContext, namespace: tuple[str, str], retent
               help="Message time to live: seconds, or 10m, 1h, 3d; 0 turns TTL off.")
 @output_option
 @pass_admin
-def namespaces_set_ttl(a: AdminContext, namespace: tuple[str, str], ttl: str) -> None:
+def namespaces_set_ttl(a: AdminContext, namespace: str, ttl: str) -> None:
     """Set the message TTL of NAMESPACE (unacknowledged messages older than it expire)."""
     seconds = parse_duration_seconds(ttl, "'-t' / '--ttl'")
     if seconds < 0:
         raise click.BadParameter(f"{ttl!r}: the TTL cannot be negative", param_hint="'-t' / '--ttl'")
     a.client.request("POST", namespace_path(namespace) + "/messageTTL", seconds)
-    a.done(f"Message TTL of {'/'.join(namespace)} set to {seconds} seconds",
-           namespace="/".join(namespace), messageTTL=seconds)
+    a.done(f"Message TTL of {namespace} set to {seconds} seconds",
+           namespace=namespace, messageTTL=seconds)
 
 
 # --- letterbox extensions: dead-letter and backoff policies of a namespace ----------------
@@ -214,7 +214,7 @@ def namespaces_set_ttl(a: AdminContext, namespace: tuple[str, str], ttl: str) ->
 @click.option("--initial-subscription", "-i", help="Subscription created on the dead letter topic.")
 @output_option
 @pass_admin
-def namespaces_set_dlq(a: AdminContext, namespace: tuple[str, str], max_redeliver_count: int,
+def namespaces_set_dlq(a: AdminContext, namespace: str, max_redeliver_count: int,
                        dead_letter_topic: str | None, initial_subscription: str | None) -> None:
     """Dead-letter policy for every subscription in NAMESPACE (letterbox extension)."""
     body: dict[str, object] = {"maxRedeliverCount": max_redeliver_count}
@@ -223,8 +223,8 @@ def namespaces_set_dlq(a: AdminContext, namespace: tuple[str, str], max_redelive
     if initial_subscription:
         body["initialSubscriptionName"] = initial_subscription
     a.client.request("POST", namespace_path(namespace) + "/letterbox/deadLetterPolicy", body)
-    a.done(f"Dead-letter policy of {'/'.join(namespace)} set: after {max_redeliver_count} redeliveries",
-           namespace="/".join(namespace), deadLetterPolicy=body)
+    a.done(f"Dead-letter policy of {namespace} set: after {max_redeliver_count} redeliveries",
+           namespace=namespace, deadLetterPolicy=body)
 
 
 @namespaces.command("set-redelivery-backoff")
@@ -234,7 +234,7 @@ def namespaces_set_dlq(a: AdminContext, namespace: tuple[str, str], max_redelive
 @click.option("--multiplier", type=float, help="Growth per redelivery [2].")
 @output_option
 @pass_admin
-def namespaces_set_backoff(a: AdminContext, namespace: tuple[str, str], min_delay_ms: int,
+def namespaces_set_backoff(a: AdminContext, namespace: str, min_delay_ms: int,
                            max_delay_ms: int | None, multiplier: float | None) -> None:
     """Redelivery backoff for every subscription in NAMESPACE (letterbox extension)."""
     body: dict[str, object] = {"minDelayMs": min_delay_ms}
@@ -243,8 +243,8 @@ def namespaces_set_backoff(a: AdminContext, namespace: tuple[str, str], min_dela
     if multiplier is not None:
         body["multiplier"] = multiplier
     a.client.request("POST", namespace_path(namespace) + "/letterbox/redeliveryBackoff", body)
-    a.done(f"Redelivery backoff of {'/'.join(namespace)} set: from {min_delay_ms} ms",
-           namespace="/".join(namespace), redeliveryBackoff=body)
+    a.done(f"Redelivery backoff of {namespace} set: from {min_delay_ms} ms",
+           namespace=namespace, redeliveryBackoff=body)
 
 
 _REMOVABLE = {
@@ -261,7 +261,7 @@ _REMOVABLE = {
 @click.argument("policy", type=click.Choice(list(_REMOVABLE)))
 @output_option
 @pass_admin
-def namespaces_remove_policy(a: AdminContext, namespace: tuple[str, str], policy: str) -> None:
+def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> None:
     """Remove one policy of NAMESPACE, back to the broker's default."""
     a.client.request("DELETE", namespace_path(namespace) + _REMOVABLE[policy])
-    a.done(f"Removed {policy} from {'/'.join(namespace)}", namespace="/".join(namespace), policy=policy)
+    a.done(f"Removed {policy} from {namespace}", namespace=namespace, policy=policy)

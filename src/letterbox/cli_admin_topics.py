@@ -49,7 +49,7 @@ def topics() -> None:
 @click.argument("namespace", type=NAMESPACE)
 @output_option
 @pass_admin
-def topics_list(a: AdminContext, namespace: tuple[str, str]) -> None:
+def topics_list(a: AdminContext, namespace: str) -> None:
     """List the topics of NAMESPACE (persistent and non-persistent, partitions included)."""
     a.names(a.client.get_json(namespace_path(namespace) + "/topics", {"mode": "ALL"}))
 

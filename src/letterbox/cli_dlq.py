@@ -108,14 +108,14 @@ def _describe(body: dict[str, Any]) -> str:
 @click.argument("namespace", type=NAMESPACE)
 @output_option
 @pass_admin
-def dlq_list(a: AdminContext, namespace: tuple[str, str]) -> None:
+def dlq_list(a: AdminContext, namespace: str) -> None:
     """List the dead letter topics of NAMESPACE with message counts by reason and source."""
     topics: list[dict[str, Any]] = a.client.get_json(namespace_path(namespace) + "/letterbox/deadLetterTopics") or []
     if a.json:
         echo_json(topics)
         return
     if not topics:
-        click.echo(f"no dead letter topics in {'/'.join(namespace)}")
+        click.echo(f"no dead letter topics in {namespace}")
         return
     table(["topic", "messages", "by reason", "source topics"],
           [[t.get("topic"), t.get("messages"), properties_text(t.get("byReason") or {}),

@@ -48,17 +48,15 @@ class TopicParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer
 
 
 class NamespaceParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
-    """`tenant/namespace` -> (tenant, namespace)."""
+    """`tenant/namespace`, checked to have exactly two non-blank parts."""
 
     name = "tenant/namespace"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
-        if isinstance(value, tuple):
-            return (str(value[0]), str(value[1]))
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         parts = str(value).split("/")
         if len(parts) != 2 or not all(p.strip() for p in parts):
             self.fail(f"expected TENANT/NAMESPACE (e.g. public/default), got {value!r}", param, ctx)
-        return parts[0], parts[1]
+        return str(value)
 
 
 class KeyValueParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
@@ -89,8 +87,10 @@ def topic_path(name: TopicName) -> str:
     return f"/admin/v2/{name.domain}/{q(name.tenant)}/{q(name.namespace)}/{q(name.local)}"
 
 
-def namespace_path(ns: tuple[str, str]) -> str:
-    return f"/admin/v2/namespaces/{q(ns[0])}/{q(ns[1])}"
+def namespace_path(ns: str) -> str:
+    """`tenant/namespace` (as NAMESPACE gives it) -> its admin v2 path."""
+    tenant, namespace = ns.split("/")
+    return f"/admin/v2/namespaces/{q(tenant)}/{q(namespace)}"
 
 
 def parse_duration_seconds(text: str, hint: str) -> int:
