@@ -34,6 +34,11 @@ _STAT_FIELDS = (
     "backlogSize",
 )
 SUB_OPTION = click.option("--subscription", "-s", required=True, help="Subscription name.")
+FORCE_OPTION = click.option("--force", "-f", is_flag=True, help="Close connected producers and consumers first.")
+
+
+def _force_query(force: bool) -> dict[str, str] | None:
+    return {"force": "true"} if force else None
 
 
 @click.group()
@@ -78,23 +83,23 @@ def topics_create_partitioned(a: AdminContext, topic: TopicName, partitions: int
 
 @topics.command("delete")
 @click.argument("topic", type=TOPIC)
-@click.option("--force", "-f", is_flag=True, help="Close connected producers and consumers first.")
+@FORCE_OPTION
 @output_option
 @pass_admin
 def topics_delete(a: AdminContext, topic: TopicName, force: bool) -> None:
     """Delete a non-partitioned topic, its messages and subscriptions."""
-    a.client.request("DELETE", topic_path(topic), query={"force": "true"} if force else None)
+    a.client.request("DELETE", topic_path(topic), query=_force_query(force))
     a.done(f"Deleted topic {topic}", topic=str(topic))
 
 
 @topics.command("delete-partitioned-topic")
 @click.argument("topic", type=TOPIC)
-@click.option("--force", "-f", is_flag=True, help="Close connected producers and consumers first.")
+@FORCE_OPTION
 @output_option
 @pass_admin
 def topics_delete_partitioned(a: AdminContext, topic: TopicName, force: bool) -> None:
     """Delete a partitioned topic and all its partitions."""
-    a.client.request("DELETE", topic_path(topic) + "/partitions", query={"force": "true"} if force else None)
+    a.client.request("DELETE", topic_path(topic) + "/partitions", query=_force_query(force))
     a.done(f"Deleted partitioned topic {topic}", topic=str(topic))
 
 
@@ -229,7 +234,7 @@ def topics_create_subscription(a: AdminContext, topic: TopicName, subscription: 
 @pass_admin
 def topics_unsubscribe(a: AdminContext, topic: TopicName, subscription: str, force: bool) -> None:
     """Delete a subscription and its cursor."""
-    a.client.request("DELETE", _sub_path(topic, subscription), query={"force": "true"} if force else None)
+    a.client.request("DELETE", _sub_path(topic, subscription), query=_force_query(force))
     a.done(f"Deleted subscription {subscription} on {topic}", topic=str(topic), subscription=subscription)
 
 
