@@ -64,13 +64,17 @@ async def skip(sub: Subscription, n: int) -> int:
     return len(ids)
 
 
-async def clear_backlog(sub: Subscription) -> None:
-    last = sub.topic.ledger.last_confirmed.entry_id
+async def _ack_through(sub: Subscription, last: int) -> None:
+    """Acknowledge every entry up to `last` (inclusive), durably."""
     pending = [e for c in sub.consumers for e in c.pending if e <= last]
     if last > sub.cursor.mark_delete.entry_id:
         sub.cursor.ack_cumulative(last)
     _forget(sub, pending)
     await sub.cursor.flush()
+
+
+async def clear_backlog(sub: Subscription) -> None:
+    await _ack_through(sub, sub.topic.ledger.last_confirmed.entry_id)
 
 
 async def reset_cursor(sub: Subscription, next_entry_id: int) -> None:
@@ -99,11 +103,7 @@ async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = N
     dl = sub.policy.dead_letter if sub.durable else None
     if dl is None:
         ids = unacked_entries(sub, below=boundary)
-        pending = [e for c in sub.consumers for e in c.pending if e < boundary]
-        if boundary - 1 > sub.cursor.mark_delete.entry_id:
-            sub.cursor.ack_cumulative(boundary - 1)
-        _forget(sub, pending)
-        await sub.cursor.flush()
+        await _ack_through(sub, boundary - 1)
         return len(ids)
     expired = 0
     while True:
