@@ -1,5 +1,7 @@
 # Parsing of admin request inputs that do not need the broker: JSON bodies,
-# topic names from the path, partition counts, tenant/namespace segments.
+# topic names from the path, partition counts, tenant/namespace segments,
+# integers from the path, the query string or a JSON body field, topic names
+# given in a body field.
 # Every bad input becomes an AdminError (400 malformed, 412 invalid value).
 from __future__ import annotations
 
@@ -70,13 +72,46 @@ def check_segment(what: str, value: str) -> None:
         raise AdminError(412, f"Invalid {what} name {value!r}") from None
 
 
-def path_int(request: web.Request, key: str, what: str, minimum: int = 0) -> int:
-    """An integer path segment; 412 when it is not an integer or below minimum."""
-    raw = request.match_info[key]
+def _parse_int(raw: str, what: str) -> int:
     try:
-        value = int(raw)
+        return int(raw)
     except ValueError:
         raise AdminError(412, f"{what} must be an integer, got {raw!r}") from None
+
+
+def path_int(request: web.Request, key: str, what: str, minimum: int = 0) -> int:
+    """An integer path segment; 412 when it is not an integer or below minimum."""
+    value = _parse_int(request.match_info[key], what)
     if value < minimum:
         raise AdminError(412, f"{what} must be >= {minimum}, got {value}")
     return value
+
+
+def query_int(request: web.Request, name: str, default: int) -> int:
+    """An integer query parameter (default when absent); 412 when not an integer."""
+    raw = request.query.get(name)
+    return default if raw is None else _parse_int(raw, name)
+
+
+def int_field(body: dict[str, Any], key: str, minimum: int) -> int | None:
+    """An integer field of a JSON object, None when absent or null; 400 when not
+    an integer, 412 when below minimum."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AdminError(400, f"{key} must be an integer, got {value!r}")
+    if value < minimum:
+        raise AdminError(412, f"{key} must be >= {minimum}, got {value}")
+    return value
+
+
+def persistent_topic_field(key: str, value: str) -> TopicName:
+    """A persistent topic name given in body field `key`; 412 otherwise."""
+    try:
+        name = TopicName.parse(value)
+    except InvalidTopicName as exc:
+        raise AdminError(412, f"{key}: {exc}") from None
+    if not name.persistent:
+        raise AdminError(412, f"{key} must be a persistent topic")
+    return name

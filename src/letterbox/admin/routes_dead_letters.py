@@ -17,8 +17,11 @@ from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import (
     NAMESPACE_BASE,
     TOPIC_BASE,
+    int_field,
     json_body,
     namespace_of,
+    persistent_topic_field,
+    query_int,
     topic_name,
 )
 from letterbox.admin.topic_lookup import persistent_topic
@@ -32,7 +35,6 @@ from letterbox.broker.dead_letters import (
 )
 from letterbox.broker.topic import PersistentTopic
 from letterbox.broker.topic_name import TopicName
-from letterbox.errors import InvalidTopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -67,17 +69,6 @@ def message_json(dl: DeadLetter) -> dict[str, Any]:
     }
 
 
-def _opt_int(body: dict[str, Any], key: str, minimum: int) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise AdminError(400, f"{key} must be an integer, got {value!r}")
-    if value < minimum:
-        raise AdminError(412, f"{key} must be >= {minimum}, got {value}")
-    return value
-
-
 def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter, bool, dict[str, Any]]:
     if body is None:
         body = {}
@@ -98,8 +89,8 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
     flt = DeadLetterFilter(
         reason=reason,
         properties=props,
-        after_ms=_opt_int(body, "deadLetteredAfter", 0),
-        before_ms=_opt_int(body, "deadLetteredBefore", 0),
+        after_ms=int_field(body, "deadLetteredAfter", 0),
+        before_ms=int_field(body, "deadLetteredBefore", 0),
     )
     return flt, dry_run, body
 
@@ -126,11 +117,7 @@ class DeadLetterRoutes:
         return web.json_response(out)
 
     async def messages(self, request: web.Request) -> web.Response:
-        raw = request.query.get("limit", str(DEFAULT_LIMIT))
-        try:
-            limit = int(raw)
-        except ValueError:
-            raise AdminError(412, f"limit must be an integer, got {raw!r}") from None
+        limit = query_int(request, "limit", DEFAULT_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         flt = DeadLetterFilter(reason=request.query.get("reason"))
@@ -150,12 +137,7 @@ class DeadLetterRoutes:
         if target is not None:
             if not isinstance(target, str):
                 raise AdminError(400, f"target must be a topic name, got {target!r}")
-            try:
-                target_name = TopicName.parse(target)
-            except InvalidTopicName as exc:
-                raise AdminError(412, f"target: {exc}") from None
-            if not target_name.persistent:
-                raise AdminError(412, "target must be a persistent topic")
+            target_name = persistent_topic_field("target", target)
         rate = body.get("ratePerSecond")
         if rate is not None:
             if isinstance(rate, bool) or not isinstance(rate, int | float):
@@ -163,7 +145,7 @@ class DeadLetterRoutes:
             if rate <= 0:
                 raise AdminError(412, f"ratePerSecond must be > 0, got {rate}")
         req = rd.RedriveRequest(
-            filter=flt, target=target_name, max_messages=_opt_int(body, "maxMessages", 1),
+            filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
             rate_per_second=float(rate) if rate is not None else None, dry_run=dry_run,
         )
         result = await rd.redrive(self._dlq(request), req)

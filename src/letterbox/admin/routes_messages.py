@@ -12,7 +12,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.message_response import message_response
-from letterbox.admin.request_parsing import TOPIC_BASE, path_int, topic_name
+from letterbox.admin.request_parsing import TOPIC_BASE, path_int, query_int, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
 from letterbox.broker import subscription_admin as ops
 
@@ -53,11 +53,7 @@ class MessageRoutes:
         initial = request.query.get("initialPosition", "latest")
         if initial not in ("earliest", "latest"):
             raise AdminError(412, f"initialPosition must be 'earliest' or 'latest', got {initial!r}")
-        raw = request.query.get("messagePosition", "1")
-        try:
-            n = max(1, int(raw))
-        except ValueError:
-            raise AdminError(412, f"messagePosition must be an integer, got {raw!r}") from None
+        n = max(1, query_int(request, "messagePosition", 1))
         topic = persistent_topic(self.admin, topic_name(request), "Examine messages")
         ledger = topic.ledger
         first, last = ledger.first_position.entry_id, ledger.last_confirmed.entry_id

@@ -17,10 +17,14 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, Handler, no_content
-from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of
+from letterbox.admin.request_parsing import (
+    NAMESPACE_BASE,
+    int_field,
+    json_body,
+    namespace_of,
+    persistent_topic_field,
+)
 from letterbox.broker import namespace_policies as np
-from letterbox.broker.topic_name import TopicName
-from letterbox.errors import InvalidTopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -89,13 +93,11 @@ class PolicyRoutes:
 
 
 def _int(body: dict[str, Any], key: str, default: int | None, minimum: int) -> int:
-    value = body.get(key, default)
+    if key not in body and default is not None:
+        return default
+    value = int_field(body, key, minimum)
     if value is None:
         raise AdminError(400, f"{key} is required")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise AdminError(400, f"{key} must be an integer, got {value!r}")
-    if value < minimum:
-        raise AdminError(412, f"{key} must be >= {minimum}, got {value}")
     return value
 
 
@@ -141,12 +143,7 @@ def _dead_letter(body: Any) -> dict[str, Any]:
     obj = _object(body, "Dead letter policy", ("maxRedeliverCount", "deadLetterTopic", "initialSubscriptionName"))
     topic = _optional_str(obj, "deadLetterTopic")
     if topic is not None:
-        try:
-            name = TopicName.parse(topic)
-        except InvalidTopicName as exc:
-            raise AdminError(412, f"deadLetterTopic: {exc}") from None
-        if not name.persistent:
-            raise AdminError(412, "deadLetterTopic must be a persistent topic")
+        persistent_topic_field("deadLetterTopic", topic)
     return {
         "maxRedeliverCount": _int(obj, "maxRedeliverCount", None, 1),
         "deadLetterTopic": topic,
