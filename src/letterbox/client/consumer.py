@@ -25,7 +25,7 @@ from typing import Any
 
 import pulsar
 
-from letterbox.broker.topic_name import TopicName
+from letterbox.broker.topic_name import PARTITION_SUFFIX, TopicName
 from letterbox.client.broker_moves import BrokerMoves, Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
 from letterbox.client.policies import (
@@ -119,8 +119,7 @@ class RetryConsumer:
         self._moves = BrokerMoves(admin_url or os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL))
         name = TopicName.parse(self.topic)
         self._counters = ConsumerCounters(name.tenant, name.namespace, self.topic, subscription_name)
-        self._queue: queue.Queue[tuple[pulsar.Consumer, pulsar.Message]] = queue.Queue(_QUEUE_SIZE)
-        self._owner: dict[str, pulsar.Consumer] = {}
+        self._queue: queue.Queue[pulsar.Message] = queue.Queue(_QUEUE_SIZE)
         self._closing = False
 
         properties = dict(subscribe_kwargs.pop("properties", None) or {})
@@ -154,7 +153,7 @@ class RetryConsumer:
     def _listener(self, consumer: pulsar.Consumer, msg: pulsar.Message) -> None:
         while not self._closing:  # a full queue holds the listener back: that is the flow control
             try:
-                self._queue.put((consumer, msg), timeout=0.1)
+                self._queue.put(msg, timeout=0.1)
                 return
             except queue.Full:
                 continue
@@ -162,20 +161,17 @@ class RetryConsumer:
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """The next message from the topic or its retry topic; raises pulsar.Timeout."""
         try:
-            consumer, msg = self._queue.get(timeout=None if timeout_millis is None else timeout_millis / 1000)
+            return self._queue.get(timeout=None if timeout_millis is None else timeout_millis / 1000)
         except queue.Empty:
             raise pulsar.Timeout(f"no message within {timeout_millis} ms") from None
-        self._owner[message_id_text(msg) + "@" + msg.topic_name()] = consumer
-        return msg
 
-    def _consumer_of(self, msg: pulsar.Message, pop: bool = True) -> pulsar.Consumer:
-        key = message_id_text(msg) + "@" + msg.topic_name()
-        consumer = self._owner.pop(key, None) if pop else self._owner.get(key)
-        if consumer is not None:
-            return consumer
-        if self._retry is not None and self.retry_topic is not None \
-                and TopicName.parse(msg.topic_name()).partitioned_parent == TopicName.parse(self.retry_topic):
-            return self._retry
+    def _consumer_of(self, msg: pulsar.Message) -> pulsar.Consumer:
+        """The official consumer a message came from: the retry topic's (or one of its
+        partitions') or the topic's."""
+        if self._retry is not None and self.retry_topic is not None:
+            topic = msg.topic_name()
+            if topic == self.retry_topic or topic.startswith(self.retry_topic + PARTITION_SUFFIX):
+                return self._retry
         return self._main
 
     def acknowledge(self, msg: pulsar.Message) -> None:
