@@ -27,6 +27,7 @@ from letterbox.cli_params import (
     q,
     topic_path,
 )
+from letterbox.errors import InvalidTopicName
 
 _STAT_FIELDS = (
     "msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "msgInCounter",
@@ -171,7 +172,7 @@ def topics_partitioned_stats(a: AdminContext, topic: TopicName, per_partition: b
 def _partition_index(name: str) -> int:
     try:
         return TopicName.parse(name).partition_index
-    except Exception:
+    except InvalidTopicName:
         return -1
 
 
