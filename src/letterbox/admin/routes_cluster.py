@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from letterbox.admin.http_errors import AdminError
+from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.metrics import render_metrics
 from letterbox.admin.request_parsing import DOMAIN, check_segment, json_body, topic_name
+from letterbox.admin.server import CLUSTER_KEY
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -37,12 +38,9 @@ class ClusterRoutes:
         self.admin = admin
         self.service = admin.service
 
-    def _registered(self) -> dict[str, str]:
-        return {k[len(CLUSTER_KEY):]: v for k, v in self.service.store.metadata_items(CLUSTER_KEY)}
-
     async def list_clusters(self, request: web.Request) -> web.Response:
         own = self.service.config.cluster_name
-        return web.json_response([own, *sorted(c for c in self._registered() if c != own)])
+        return web.json_response([own, *sorted(c for c in self.admin.registered_clusters() if c != own)])
 
     async def get_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
@@ -52,7 +50,7 @@ class ClusterRoutes:
                 "serviceUrl": f"http://{host}:{self.admin.port}",
                 "brokerServiceUrl": f"pulsar://{host}:{self.service.port}",
             })
-        value = self._registered().get(cluster)
+        value = self.admin.registered_clusters().get(cluster)
         if value is None:
             raise AdminError(404, f"Cluster {cluster} does not exist")
         return web.json_response(json.loads(value))
@@ -61,29 +59,29 @@ class ClusterRoutes:
         cluster = request.match_info["cluster"]
         check_segment("cluster", cluster)
         data = _cluster_data(await json_body(request))
-        if cluster == self.service.config.cluster_name or cluster in self._registered():
+        if cluster == self.service.config.cluster_name or cluster in self.admin.registered_clusters():
             raise AdminError(409, f"Cluster {cluster} already exists")
         await self.service.store.put_metadata(CLUSTER_KEY + cluster, json.dumps(data))
-        return web.Response(status=204)
+        return no_content()
 
     async def update_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
         data = _cluster_data(await json_body(request))
         if cluster == self.service.config.cluster_name:
             raise AdminError(412, f"Cluster {cluster} is this broker's own; its URLs come from its configuration")
-        if cluster not in self._registered():
+        if cluster not in self.admin.registered_clusters():
             raise AdminError(404, f"Cluster {cluster} does not exist")
         await self.service.store.put_metadata(CLUSTER_KEY + cluster, json.dumps(data))
-        return web.Response(status=204)
+        return no_content()
 
     async def delete_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
         if cluster == self.service.config.cluster_name:
             raise AdminError(412, f"Cluster {cluster} is this broker's own and cannot be deleted")
-        if cluster not in self._registered():
+        if cluster not in self.admin.registered_clusters():
             raise AdminError(404, f"Cluster {cluster} does not exist")
         await self.service.store.put_metadata(CLUSTER_KEY + cluster, None)
-        return web.Response(status=204)
+        return no_content()
 
     async def lookup(self, request: web.Request) -> web.Response:
         topic_name(request)
@@ -106,7 +104,6 @@ class ClusterRoutes:
                             headers={"X-Content-Type-Options": "nosniff"})
 
 
-CLUSTER_KEY = "cluster/"
 _URL_FIELDS = ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
 
 

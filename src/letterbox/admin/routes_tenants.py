@@ -57,7 +57,7 @@ class TenantRoutes:
         clusters = body.get("allowedClusters") or [cluster]
         if not isinstance(roles, list) or not isinstance(clusters, list):
             raise AdminError(400, "adminRoles and allowedClusters must be lists")
-        known = {cluster, *(k[len("cluster/"):] for k, _ in self.service.store.metadata_items("cluster/"))}
+        known = {cluster, *self.admin.registered_clusters()}
         unknown = [c for c in clusters if c not in known]
         if unknown:
             raise AdminError(412, f"Clusters {unknown} do not exist")
@@ -125,10 +125,7 @@ class TenantRoutes:
         return no_content()
 
     async def namespace_topics(self, request: web.Request) -> web.Response:
-        ns = namespace_of(request)
-        topics = self.service.list_topics(ns)
-        if not topics and not self.admin.namespace_exists(ns):
-            raise AdminError(404, f"Namespace {ns} does not exist")
+        topics = self.admin.namespace_topics(namespace_of(request))
         mode = request.query.get("mode", "PERSISTENT").upper()
         if mode == "PERSISTENT":
             topics = [t for t in topics if t.startswith("persistent://")]

@@ -11,11 +11,13 @@ from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import (
     NS_BASE,
     TOPIC_BASE,
+    namespace_of,
     partition_count,
     query_flag,
     topic_name,
 )
 from letterbox.admin.stats import empty_topic_stats, internal_stats
+from letterbox.broker.service import PARTITIONS_KEY
 from letterbox.broker.topic import PersistentTopic
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
@@ -45,21 +47,16 @@ class TopicRoutes:
         self.service = admin.service
 
     async def list_topics(self, request: web.Request) -> web.Response:
-        m = request.match_info
-        ns = f"{m['tenant']}/{m['namespace']}"
-        topics = self.service.list_topics(ns)
-        if not topics and not self.admin.namespace_exists(ns):
-            raise AdminError(404, f"Namespace {ns} does not exist")
-        prefix = m["domain"] + "://"
+        topics = self.admin.namespace_topics(namespace_of(request))
+        prefix = request.match_info["domain"] + "://"
         return web.json_response([t for t in topics if t.startswith(prefix)])
 
     async def list_partitioned(self, request: web.Request) -> web.Response:
-        m = request.match_info
-        ns = f"{m['tenant']}/{m['namespace']}"
+        ns = namespace_of(request)
         if not self.admin.namespace_exists(ns) and not self.service.list_topics(ns):
             raise AdminError(404, f"Namespace {ns} does not exist")
-        prefix = f"partitions:{m['domain']}://{ns}/"
-        names = [k[len("partitions:"):] for k, _ in self.service.store.metadata_items(prefix)]
+        prefix = f"{PARTITIONS_KEY}{request.match_info['domain']}://{ns}/"
+        names = [k[len(PARTITIONS_KEY):] for k, _ in self.service.store.metadata_items(prefix)]
         return web.json_response(names)
 
     def _check_creatable(self, name: TopicName) -> None:

@@ -7,8 +7,9 @@
 # This module owns the server's lifecycle and the lookups every route module
 # shares (tenants, namespaces, existing topics). The routes live in the
 # routes_*.py modules; each exposes register(admin, router) and build_app()
-# registers them all. Tenants and namespaces are kept in the store's metadata map
-# under the "tenant:" and "namespace:" key prefixes.
+# registers them all. Tenants, namespaces and registered clusters are kept in
+# the store's metadata map under the "tenant:", "namespace:" and "cluster/" key
+# prefixes.
 from __future__ import annotations
 
 import asyncio
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("letterbox.admin")
 TENANT_KEY = "tenant:"
+CLUSTER_KEY = "cluster/"
 SEEDED_KEY = "admin:defaults-seeded"
 SAMPLE_SECONDS = 1.0
 
@@ -117,6 +119,10 @@ class AdminServer:
         prefix = f"{NAMESPACE_KEY}{tenant}/"
         return [k[len(NAMESPACE_KEY):] for k, _ in self.service.store.metadata_items(prefix)]
 
+    def registered_clusters(self) -> dict[str, str]:
+        """Clusters registered by PUT (not this broker's own): name -> ClusterData JSON."""
+        return {k[len(CLUSTER_KEY):]: v for k, v in self.service.store.metadata_items(CLUSTER_KEY)}
+
     def require_tenant(self, tenant: str) -> None:
         if self.service.store.get_metadata(TENANT_KEY + tenant) is None:
             raise AdminError(404, f"Tenant {tenant} does not exist")
@@ -127,6 +133,13 @@ class AdminServer:
     def require_namespace(self, ns: str) -> None:
         if not self.namespace_exists(ns):
             raise AdminError(404, f"Namespace {ns} does not exist")
+
+    def namespace_topics(self, ns: str) -> list[str]:
+        """The topics of a namespace; 404 when it has none and does not exist."""
+        topics = self.service.list_topics(ns)
+        if not topics and not self.namespace_exists(ns):
+            raise AdminError(404, f"Namespace {ns} does not exist")
+        return topics
 
     def host(self, request: web.Request) -> str:
         cfg = self.service.config
