@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
@@ -24,18 +26,50 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode()
+
+
+# Optional metadata fields sent as one header each when set: field, header, format.
+Fields = tuple[tuple[str, str, Callable[[Any], str]], ...]
+_TIMES: Fields = (
+    ("publish_time", "X-Pulsar-publish-time", format_time),
+    ("event_time", "X-Pulsar-event-time", format_time),
+    ("deliver_at_time", "X-Pulsar-deliver-at-time", format_time),
+)
+_FIELDS: Fields = (
+    ("producer_name", "X-Pulsar-producer-name", str),
+    ("sequence_id", "X-Pulsar-sequence-id", str),
+    ("replicated_from", "X-Pulsar-replicated-from", str),
+    ("partition_key", "X-Pulsar-partition-key", str),
+    ("compression", "X-Pulsar-compression", pb.CompressionType.Name),
+    ("uncompressed_size", "X-Pulsar-uncompressed-size", str),
+    ("encryption_algo", "X-Pulsar-encryption-algo", str),
+    ("schema_version", "X-Pulsar-Base64-schema-version", _b64),
+    ("partition_key_b64_encoded", "X-Pulsar-partition-key-b64-encoded", _flag),
+    ("ordering_key", "X-Pulsar-Base64-ordering-key", _b64),
+    ("marker_type", "X-Pulsar-marker-type", str),
+    ("highest_sequence_id", "X-Pulsar-highest-sequence-id", str),
+    ("uuid", "X-Pulsar-uuid", str),
+    ("num_chunks_from_msg", "X-Pulsar-num-chunks-from-msg", str),
+    ("total_chunk_msg_size", "X-Pulsar-total-chunk-msg-size", str),
+    ("chunk_id", "X-Pulsar-chunk-id", str),
+    ("null_partition_key", "X-Pulsar-null-partition-key", _flag),
+)
+
+
+def _set_fields(meta: pb.MessageMetadata, present: set[str], fields: Fields) -> list[tuple[str, str]]:
+    return [(header, fmt(getattr(meta, name))) for name, header, fmt in fields if name in present]
+
+
 def message_response(entry: Entry) -> web.Response:
     parsed = parse_headers_and_payload(entry.data)
     meta = parsed.metadata
+    present = {fd.name for fd, _ in meta.ListFields()}
     h: list[tuple[str, str]] = [("X-Pulsar-Message-ID", f"{entry.position.ledger_id}:{entry.position.entry_id}")]
     for kv in meta.properties:
         h.append(("X-Pulsar-PROPERTY-" + kv.key, kv.value))
-    if meta.HasField("publish_time"):
-        h.append(("X-Pulsar-publish-time", format_time(meta.publish_time)))
-    if meta.HasField("event_time"):
-        h.append(("X-Pulsar-event-time", format_time(meta.event_time)))
-    if meta.HasField("deliver_at_time"):
-        h.append(("X-Pulsar-deliver-at-time", format_time(meta.deliver_at_time)))
+    h += _set_fields(meta, present, _TIMES)
     if meta.HasField("num_messages_in_batch"):
         h.append(("X-Pulsar-num-batch-message", str(meta.num_messages_in_batch)))
         h.append(("X-Pulsar-batch-size", str(len(entry.data) - len(parsed.metadata_bytes))))
@@ -45,42 +79,9 @@ def message_response(entry: Entry) -> web.Response:
         h.append(("X-Pulsar-PROPERTY-TOTAL-CHUNKS", str(meta.num_chunks_from_msg)))
         h.append(("X-Pulsar-PROPERTY-CHUNK-ID", str(meta.chunk_id)))
     h.append(("X-Pulsar-Is-Encrypted", _flag(len(meta.encryption_keys) > 0)))
-    if meta.HasField("producer_name"):
-        h.append(("X-Pulsar-producer-name", meta.producer_name))
-    if meta.HasField("sequence_id"):
-        h.append(("X-Pulsar-sequence-id", str(meta.sequence_id)))
-    if meta.HasField("replicated_from"):
-        h.append(("X-Pulsar-replicated-from", meta.replicated_from))
+    h += _set_fields(meta, present, _FIELDS)
     for cluster in meta.replicate_to:
         h.append(("X-Pulsar-replicated-to", cluster))
-    if meta.HasField("partition_key"):
-        h.append(("X-Pulsar-partition-key", meta.partition_key))
-    if meta.HasField("compression"):
-        h.append(("X-Pulsar-compression", pb.CompressionType.Name(meta.compression)))
-    if meta.HasField("uncompressed_size"):
-        h.append(("X-Pulsar-uncompressed-size", str(meta.uncompressed_size)))
-    if meta.HasField("encryption_algo"):
-        h.append(("X-Pulsar-encryption-algo", meta.encryption_algo))
-    if meta.HasField("schema_version"):
-        h.append(("X-Pulsar-Base64-schema-version", base64.b64encode(meta.schema_version).decode()))
-    if meta.HasField("partition_key_b64_encoded"):
-        h.append(("X-Pulsar-partition-key-b64-encoded", _flag(meta.partition_key_b64_encoded)))
-    if meta.HasField("ordering_key"):
-        h.append(("X-Pulsar-Base64-ordering-key", base64.b64encode(meta.ordering_key).decode()))
-    if meta.HasField("marker_type"):
-        h.append(("X-Pulsar-marker-type", str(meta.marker_type)))
-    if meta.HasField("highest_sequence_id"):
-        h.append(("X-Pulsar-highest-sequence-id", str(meta.highest_sequence_id)))
-    if meta.HasField("uuid"):
-        h.append(("X-Pulsar-uuid", meta.uuid))
-    if meta.HasField("num_chunks_from_msg"):
-        h.append(("X-Pulsar-num-chunks-from-msg", str(meta.num_chunks_from_msg)))
-    if meta.HasField("total_chunk_msg_size"):
-        h.append(("X-Pulsar-total-chunk-msg-size", str(meta.total_chunk_msg_size)))
-    if meta.HasField("chunk_id"):
-        h.append(("X-Pulsar-chunk-id", str(meta.chunk_id)))
-    if meta.HasField("null_partition_key"):
-        h.append(("X-Pulsar-null-partition-key", _flag(meta.null_partition_key)))
     body = decompress(meta.compression, bytes(parsed.payload), meta.uncompressed_size)
     resp = web.Response(body=body, content_type="application/octet-stream")
     for key, value in h:
