@@ -11,7 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from letterbox.broker.moved_entry import build_moved_entry
+from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
 from letterbox.message_properties import (
@@ -22,7 +22,6 @@ from letterbox.message_properties import (
     DELIVERY_COUNT,
     FIRST_DELIVERY_TIME,
     LAST_DELIVERY_TIME,
-    REAL_TOPIC,
     REASON_MAX_REDELIVERIES,
 )
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -104,24 +103,15 @@ async def move_to_dead_letter(
             continue
         extra = dead_letter_stamps(sub, eid, reason, description, now,
                                    last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
-        acked_indexes = cursor.acked_indexes(eid)
-        built = build_moved_entry(
-            entry.data,
-            ledger_id=entry.position.ledger_id,
-            entry_id=eid,
-            partition=source.name.partition_index,
-            extra=extra,
-            keep_if_present={REAL_TOPIC: str(source.name)},
-            skip_indexes=acked_indexes,
-            producer_name=producer_name,
-            sequence_id=target.ledger.next_entry_id,
-            publish_time=now,
+        prepared = prepare_moved_append(
+            entry, source.name, target.ledger, extra=extra, skip_indexes=cursor.acked_indexes(eid),
+            producer_name=producer_name, now=now,
         )
         moved_ids.append(eid)
-        if built is None:
+        if prepared is None:
             continue
-        data, count = built
-        ops.append(target.ledger._prepare_append(data, count, now))
+        append, count = prepared
+        ops.append(append)
         moved += count
     if not moved_ids:
         return 0

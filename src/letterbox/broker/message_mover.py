@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import dead_letter_stamps
-from letterbox.broker.moved_entry import build_moved_entry
+from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed, TopicNotFound
-from letterbox.message_properties import REAL_TOPIC, origin_message_id
+from letterbox.message_properties import origin_message_id
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
@@ -91,23 +91,14 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
                                     last_delivery_counted=False)
         extra = {**stamps, **extra}
     skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
-    built = build_moved_entry(
-        entry.data,
-        ledger_id=entry.position.ledger_id,
-        entry_id=eid,
-        partition=source.name.partition_index,
-        extra=extra,
-        keep_if_present={REAL_TOPIC: str(source.name)},
-        skip_indexes=skip,
-        producer_name=f"{source.name}-{sub.name}-letterbox-move",
-        sequence_id=target.ledger.next_entry_id,
-        publish_time=now,
+    prepared = prepare_moved_append(
+        entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
+        producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
         deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
     )
-    if built is None:  # cannot happen: the one message asked for is kept
+    if prepared is None:  # cannot happen: the one message asked for is kept
         raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
-    data, count = built
-    append = target.ledger._prepare_append(data, count, now)
+    append, count = prepared
     if batched:
         fully = cursor.ack_batch_mask(eid, size, 1 << req.batch_index)
     else:

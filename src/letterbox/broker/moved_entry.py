@@ -10,13 +10,58 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
-from letterbox.message_properties import ORIGIN_MESSAGE_ID, ORIGIN_PUBLISH_TIME, origin_message_id
+from letterbox.message_properties import (
+    ORIGIN_MESSAGE_ID,
+    ORIGIN_PUBLISH_TIME,
+    REAL_TOPIC,
+    origin_message_id,
+)
 from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
 from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import NONE, decompress
+
+if TYPE_CHECKING:
+    from letterbox.broker.topic_name import TopicName
+    from letterbox.storage.entry import Entry
+    from letterbox.storage.managed_ledger import ManagedLedger
+    from letterbox.storage.ops import AppendOp
+
+
+def prepare_moved_append(
+    entry: Entry,
+    source: TopicName,
+    target: ManagedLedger,
+    *,
+    extra: Mapping[str, str],
+    skip_indexes: frozenset[int],
+    producer_name: str,
+    now: int,
+    deliver_at: int | None = None,
+) -> tuple[AppendOp, int] | None:
+    """The append of `entry` (of topic `source`) to `target` as a moved message, for a
+    multi-op transaction, and its message count; None if no message is left to move.
+    REAL_TOPIC is `source` unless the message already names one."""
+    built = build_moved_entry(
+        entry.data,
+        ledger_id=entry.position.ledger_id,
+        entry_id=entry.position.entry_id,
+        partition=source.partition_index,
+        extra=extra,
+        keep_if_present={REAL_TOPIC: str(source)},
+        skip_indexes=skip_indexes,
+        producer_name=producer_name,
+        sequence_id=target.next_entry_id,
+        publish_time=now,
+        deliver_at=deliver_at,
+    )
+    if built is None:
+        return None
+    data, count = built
+    return target._prepare_append(data, count, now), count
 
 
 def build_moved_entry(
