@@ -84,7 +84,7 @@ def q(segment: str) -> str:
 
 
 def topic_path(name: TopicName) -> str:
-    return f"/admin/v2/{name.domain}/{q(name.tenant)}/{q(name.namespace)}/{q(name.local)}"
+    return name.admin_path
 
 
 def namespace_path(ns: str) -> str:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 from dataclasses import dataclass
 
 from letterbox.errors import InvalidTopicName
@@ -63,6 +64,13 @@ class TopicName:
     @property
     def persistent(self) -> bool:
         return self.domain == "persistent"
+
+    @property
+    def admin_path(self) -> str:
+        """This topic's path in the admin v2 REST API, every segment escaped."""
+        return "/admin/v2/" + "/".join(
+            urllib.parse.quote(s, safe="") for s in (self.domain, self.tenant, self.namespace, self.local)
+        )
 
     @property
     def namespace_name(self) -> str:

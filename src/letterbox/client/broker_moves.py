@@ -59,10 +59,7 @@ class BrokerMoves:
     def move(self, move: Move) -> bool:
         """Perform `move`; True if the message was moved, False if it was already acknowledged."""
         name = TopicName.parse(move.topic)
-        path = (
-            f"/admin/v2/{name.domain}/{name.tenant}/{name.namespace}/{urllib.parse.quote(name.local, safe='')}"
-            f"/subscription/{urllib.parse.quote(move.subscription, safe='')}/letterbox/move"
-        )
+        path = f"{name.admin_path}/subscription/{urllib.parse.quote(move.subscription, safe='')}/letterbox/move"
         body = json.dumps({
             "messageId": move.message_id,
             "target": move.target,
