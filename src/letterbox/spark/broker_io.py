@@ -22,8 +22,9 @@ from typing import Any
 
 import pulsar
 
+from letterbox.broker.topic_name import TopicName
 from letterbox.spark.offsets import EARLIEST, Position
-from letterbox.spark.options import SparkOptionError, split_partition
+from letterbox.spark.options import SparkOptionError
 
 log = logging.getLogger("letterbox.spark")
 
@@ -59,7 +60,7 @@ def pattern_topics(admin_url: str, pattern: str) -> list[str]:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise SparkOptionError(f"cannot list the topics of {tenant}/{ns} at {url}: {exc}") from None
     rx = re.compile(pattern)
-    parents = {split_partition(str(n))[0] for n in names}
+    parents = {str(TopicName.parse(str(n)).partitioned_parent) for n in names}
     return sorted(t for t in parents if rx.fullmatch(t))
 
 
@@ -77,7 +78,7 @@ def end_after_last(last: Any) -> Position:
 
 
 def _message_id(topic: str, pos: Position) -> Any:
-    return pulsar.MessageId(split_partition(topic)[1], pos.ledger, pos.entry, -1)
+    return pulsar.MessageId(TopicName.parse(topic).partition_index, pos.ledger, pos.entry, -1)
 
 
 def read_range(

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from letterbox.broker.topic_name import TopicName
+from letterbox.errors import InvalidTopicName
 from letterbox.spark.offsets import OffsetError, Position, parse_offsets_option
-
-_PARTITION_RE = re.compile(r"^(.*)-partition-(\d+)$")
 
 
 class SparkOptionError(ValueError):
@@ -18,23 +18,10 @@ class SparkOptionError(ValueError):
 
 def full_topic_name(name: str) -> str:
     """`t` -> persistent://public/default/t; `tenant/ns/t` -> persistent://tenant/ns/t."""
-    name = name.strip()
-    if "://" in name:
-        return name
-    parts = name.split("/")
-    if len(parts) == 1 and parts[0]:
-        return f"persistent://public/default/{name}"
-    if len(parts) == 3 and all(parts):
-        return f"persistent://{name}"
-    raise SparkOptionError(f"invalid topic name {name!r}: write 'topic', 'tenant/namespace/topic' or a full name")
-
-
-def split_partition(topic: str) -> tuple[str, int]:
-    """(parent name, partition index) of a partition topic; (topic, -1) otherwise."""
-    m = _PARTITION_RE.match(topic)
-    if m:
-        return m.group(1), int(m.group(2))
-    return topic, -1
+    try:
+        return str(TopicName.parse(name.strip()))
+    except InvalidTopicName as exc:
+        raise SparkOptionError(str(exc)) from None
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:

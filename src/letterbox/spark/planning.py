@@ -11,6 +11,7 @@ from typing import Any
 import pulsar
 from pyspark.sql.datasource import InputPartition
 
+from letterbox.broker.topic_name import TopicName
 from letterbox.spark.broker_io import (
     last_position,
     open_client,
@@ -19,7 +20,7 @@ from letterbox.spark.broker_io import (
     read_range,
 )
 from letterbox.spark.offsets import EARLIEST, Position
-from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError, split_partition
+from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError
 from letterbox.spark.schema import BatchBuilder
 
 
@@ -41,7 +42,7 @@ def resolve_topics(opts: ReadOptions, client: pulsar.Client) -> list[PartitionTo
     out: list[PartitionTopic] = []
     for t in topics:
         for p in partition_topics(client, t):
-            out.append(PartitionTopic(t, p, split_partition(p)[1]))
+            out.append(PartitionTopic(t, p, TopicName.parse(p).partition_index))
     return out
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from letterbox.spark.options import full_topic_name, split_partition
+from letterbox.broker.topic_name import TopicName
+from letterbox.client import dead_letter_topic_name, retry_topic_name
+from letterbox.spark.options import full_topic_name
 
 SEED_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 MAX_DELAY_S = 864_000.0
@@ -92,13 +94,13 @@ class PipelineTopics:
     def build(
         cls, source: str, subscription: str, policy: RetryPolicy, dead_letter: str | None = None
     ) -> PipelineTopics:
-        src = split_partition(full_topic_name(source))[0]
+        src = str(TopicName.parse(full_topic_name(source)).partitioned_parent)
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", subscription):
             raise PolicyError(f"subscription may hold letters, digits and _.- only, got {subscription!r}")
-        base = f"{src}-{subscription}"
+        retry = retry_topic_name(src, subscription)
         return cls(
             source=src,
             subscription=subscription,
-            dead_letter=full_topic_name(dead_letter) if dead_letter else f"{base}-DLQ",
-            tiers={d: f"{base}-RETRY-{duration_label(d)}" for d in policy.tiers()},
+            dead_letter=full_topic_name(dead_letter) if dead_letter else dead_letter_topic_name(src, subscription),
+            tiers={d: f"{retry}-{duration_label(d)}" for d in policy.tiers()},
         )
