@@ -24,6 +24,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from letterbox.message_properties import origin_message_id
+
 COLUMNS = (
     "key",
     "value",
@@ -92,7 +94,7 @@ class BatchBuilder:
         self.keys.append(msg.partition_key() or None)
         self.values.append(msg.data())
         self.props.append(list(msg.properties().items()))
-        self.ids.append(f"{mid.ledger_id()}:{mid.entry_id()}:{self.partition}:{mid.batch_index()}")
+        self.ids.append(origin_message_id(mid.ledger_id(), mid.entry_id(), self.partition, mid.batch_index()))
         self.publish.append(msg.publish_timestamp() * 1000)
         et = msg.event_timestamp()
         self.event.append(et * 1000 if et else None)

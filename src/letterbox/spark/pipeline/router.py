@@ -83,15 +83,16 @@ class Router:
     def route_messages(self, msgs: list[tuple[Any, Any]], topic: str, partition: int, input_topic: str) -> pa.RecordBatch:
         """Route (message, message id) pairs read from one input partition; returns the sink rows."""
         records = []
+        message_id = mp.origin_message_id
         for msg, mid in msgs:
             props = msg.properties()
-            if props:
+            if props:  # a retried record: its first topic, id and attempt count travel in its stamps
                 rt = props.get(mp.REAL_TOPIC) or topic
-                oid = props.get(mp.ORIGIN_MESSAGE_ID) or f"{mid.ledger_id()}:{mid.entry_id()}:{partition}:{mid.batch_index()}"
+                oid = props.get(mp.ORIGIN_MESSAGE_ID) or message_id(mid.ledger_id(), mid.entry_id(), partition, mid.batch_index())
                 att = _int(props.get(mp.RECONSUMETIMES))
             else:
                 rt, att = topic, 0
-                oid = f"{mid.ledger_id()}:{mid.entry_id()}:{partition}:{mid.batch_index()}"
+                oid = message_id(mid.ledger_id(), mid.entry_id(), partition, mid.batch_index())
             et = msg.event_timestamp()
             records.append(
                 Record(msg.partition_key() or None, msg.data(), props, rt, oid, att, msg.publish_timestamp(), et or None)
