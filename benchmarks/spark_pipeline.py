@@ -67,36 +67,34 @@ def plain_loop(url: str, topic: str, n: int) -> float:
 
 
 def python_read_and_route(url: str, topic: str, n: int) -> float:
-    """The pipeline's per-record Python work (read + route, no Spark, no sink) in one process."""
-    import pulsar
+    """The pipeline's per-record Python work (read + route, no Spark, no sink) in one
+    process: the mapInArrow function of a micro-batch, given every partition's range."""
+    import pyarrow as pa
 
-    from letterbox.spark.broker_io import last_position, open_client, read_range
+    from letterbox.broker.topic_name import TopicName
+    from letterbox.spark.broker_io import last_position, open_client
     from letterbox.spark.offsets import EARLIEST
     from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
-    from letterbox.spark.pipeline.router import Router, RouterConfig
+    from letterbox.spark.pipeline.router import RouterConfig, route_ranges
 
     policy = RetryPolicy(max_retries=3, delays=(1.0,))
-    cfg = RouterConfig(url, PipelineTopics.build(topic, "bench-py", policy), policy, handler)
+    topics = PipelineTopics.build(topic, "bench-py", policy)
     client = open_client(url)
-    parts = client.get_topic_partitions(topic)
-    ends = {p: last_position(client, p) for p in parts}
-    router = Router(cfg)
-    t0 = time.perf_counter()
-    total = 0
-    for p in parts:
-        chunk: list[Any] = []
-        for pair in read_range(client, p, EARLIEST, ends[p], 10_000, True):
-            chunk.append(pair)
-            if len(chunk) == 10_000:
-                total += router.route_messages(chunk, topic, int(p.rsplit("-", 1)[1]), p).num_rows
-                chunk = []
-        if chunk:
-            total += router.route_messages(chunk, topic, int(p.rsplit("-", 1)[1]), p).num_rows
-    router.finish()
-    elapsed = time.perf_counter() - t0
+    ranges = [
+        {
+            "topic": topics.source, "partition": TopicName.parse(p).partition_index, "partition_topic": p,
+            "start_ledger": EARLIEST.ledger, "start_entry": EARLIEST.entry,
+            "end_ledger": end.ledger, "end_entry": end.entry,
+        }
+        for p in client.get_topic_partitions(topic)
+        for end in [last_position(client, p)]
+    ]
     client.close()
+    route = route_ranges(RouterConfig(url, topics, policy, handler), 10_000, True)
+    t0 = time.perf_counter()
+    total = sum(b.num_rows for b in route(iter([pa.RecordBatch.from_pylist(ranges)])))
+    elapsed = time.perf_counter() - t0
     assert total == n - n // 100, total
-    del pulsar
     return elapsed
 
 

@@ -10,6 +10,8 @@
 # each message is its own entry and deduplication never depends on where the
 # client cut a batch; `flush()` returns only when every message is receipted
 # (stored or recognised as a duplicate) and raises if any send failed.
+# The client is the caller's (one per Spark task, shared by its publishers
+# and readers): `close()` closes the producers and leaves the client open.
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +21,7 @@ from typing import Any
 
 import pulsar
 
-from letterbox.spark.broker_io import open_client, partition_topics
+from letterbox.spark.broker_io import partition_topics
 
 
 class PublishError(RuntimeError):
@@ -27,8 +29,8 @@ class PublishError(RuntimeError):
 
 
 class IdempotentPublisher:
-    def __init__(self, service_url: str, producer_name: str, send_timeout_ms: int = 30_000) -> None:
-        self.client = open_client(service_url)
+    def __init__(self, client: pulsar.Client, producer_name: str, send_timeout_ms: int = 30_000) -> None:
+        self.client = client
         self.producer_name = producer_name
         self.send_timeout_ms = send_timeout_ms
         self._partitions: dict[str, list[str]] = {}
@@ -104,4 +106,3 @@ class IdempotentPublisher:
         for p in self._producers.values():
             with contextlib.suppress(pulsar.PulsarException):
                 p.close()
-        self.client.close()

@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from letterbox import message_properties as mp
+from letterbox.broker.topic_name import PARTITION_SUFFIX
+from letterbox.spark.broker_io import open_client
 from letterbox.spark.offsets import sequence_id_for
 from letterbox.spark.options import full_topic_name
 from letterbox.spark.publisher import IdempotentPublisher
@@ -64,17 +66,18 @@ def redrive(
 
 def _republish(service_url: str, target: str | None, tag: str) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        client = open_client(service_url)  # one per task, shared by the per-DLQ-partition producers
         pubs: dict[str, IdempotentPublisher] = {}
         try:
             for b in batches:
                 cols = {n: b.column(i).to_pylist() for i, n in enumerate(b.schema.names)}
                 for j in range(b.num_rows):
                     part = cols["partition"][j]
-                    dlq_partition = cols["topic"][j] if part < 0 else f"{cols['topic'][j]}-partition-{part}"
+                    dlq_partition = cols["topic"][j] if part < 0 else f"{cols['topic'][j]}{PARTITION_SUFFIX}{part}"
                     pub = pubs.get(dlq_partition)
                     if pub is None:
                         digest = hashlib.sha1(dlq_partition.encode()).hexdigest()[:10]
-                        pub = pubs[dlq_partition] = IdempotentPublisher(service_url, f"letterbox-redrive-{tag}-{digest}")
+                        pub = pubs[dlq_partition] = IdempotentPublisher(client, f"letterbox-redrive-{tag}-{digest}")
                     props = {k: v for k, v in (cols["properties"][j] or []) if k not in _DROPPED}
                     ledger, entry, _, bidx = (int(x) for x in cols["message_id"][j].split(":"))
                     ev = cols["event_time"][j]
@@ -93,6 +96,7 @@ def _republish(service_url: str, target: str | None, tag: str) -> Any:
         finally:
             for pub in pubs.values():
                 pub.close()
+            client.close()
         yield pa.RecordBatch.from_pydict({"sent": [sent], "stored": [stored]}, schema=pa.schema([("sent", pa.int64()), ("stored", pa.int64())]))
 
     return run

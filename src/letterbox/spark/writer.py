@@ -30,6 +30,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, StringType, StructType
 
+from letterbox.spark.broker_io import open_client
 from letterbox.spark.options import SparkOptionError, WriteOptions, full_topic_name
 from letterbox.spark.publisher import IdempotentPublisher
 
@@ -63,7 +64,8 @@ def publish_rows(
     opts: WriteOptions, producer_name: str, batches: Iterator[pa.RecordBatch], seq_base: int
 ) -> PublishedMessages:
     part = _task_partition()
-    pub = IdempotentPublisher(opts.service_url, f"{producer_name}-{part}", opts.send_timeout_ms)
+    client = open_client(opts.service_url)
+    pub = IdempotentPublisher(client, f"{producer_name}-{part}", opts.send_timeout_ms)
     topics_seen: dict[str, str] = {}
     index = 0
     try:
@@ -96,6 +98,7 @@ def publish_rows(
         return PublishedMessages(part, pub.sent, pub.stored, pub.duplicates)
     finally:
         pub.close()
+        client.close()
 
 
 class LetterboxBatchWriter(DataSourceArrowWriter):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pulsar
 import pyarrow as pa
 
 from letterbox import message_properties as mp
@@ -67,8 +68,9 @@ def _to_bytes(out: Any, record: Record) -> bytes:
 
 
 class Router:
-    def __init__(self, cfg: RouterConfig) -> None:
+    def __init__(self, cfg: RouterConfig, client: pulsar.Client) -> None:
         self.cfg = cfg
+        self.client = client  # the task's, shared with its range reads
         self.publishers: dict[str, IdempotentPublisher] = {}
         self.counts = {"ok": 0, "retry": 0, "dead": 0}
 
@@ -77,7 +79,7 @@ class Router:
         if pub is None:
             digest = hashlib.sha1(input_topic.encode()).hexdigest()[:12]
             name = f"letterbox-pipeline-{self.cfg.topics.subscription}-{digest}"
-            pub = self.publishers[input_topic] = IdempotentPublisher(self.cfg.service_url, name)
+            pub = self.publishers[input_topic] = IdempotentPublisher(self.client, name)
         return pub
 
     def route_messages(self, msgs: list[tuple[Any, Any]], topic: str, partition: int, input_topic: str) -> pa.RecordBatch:
@@ -203,13 +205,14 @@ class Router:
             topic, rec.value, seq, key=rec.key, properties=props, event_time_ms=rec.event_time_ms
         )
 
-    def finish(self) -> None:
-        try:
-            for pub in self.publishers.values():
-                pub.flush()
-        finally:
-            for pub in self.publishers.values():
-                pub.close()
+    def flush(self) -> None:
+        """Wait until every retry / dead letter is stored; raises PublishError if one failed."""
+        for pub in self.publishers.values():
+            pub.flush()
+
+    def close(self) -> None:
+        for pub in self.publishers.values():
+            pub.close()
 
 
 def _user_props(rec: Record) -> dict[str, str]:
@@ -242,10 +245,9 @@ def route_ranges(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Sink rows are yielded as they come: if the task fails later (a
-        # publish error in finish()), Spark discards the task's output.
-        router = Router(cfg)
+        # publish error in flush()), Spark discards the task's output.
         client = open_client(cfg.service_url)
-        finished = False
+        router = Router(cfg, client)
         try:
             for b in batches:
                 for row in b.to_pylist():
@@ -260,12 +262,9 @@ def route_ranges(
                             pending = []
                     if pending:
                         yield router.route_messages(pending, topic, part, name)
-            router.finish()  # every retry / dead letter is stored before the task can succeed
-            finished = True
+            router.flush()  # every retry / dead letter is stored before the task can succeed
         finally:
-            if not finished:
-                for pub in router.publishers.values():
-                    pub.close()
+            router.close()
             client.close()
 
     return run
