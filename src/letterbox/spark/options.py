@@ -29,6 +29,13 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return None if v is None or str(v).strip() == "" else str(v)
 
 
+def _service_url(options: Mapping[str, str]) -> str:
+    v = _get(options, "service_url")
+    if v is None:
+        raise SparkOptionError("option service_url is required, e.g. pulsar://localhost:6650")
+    return v
+
+
 def _int(options: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
     v = _get(options, name)
     if v is None:
@@ -90,9 +97,7 @@ class ReadOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
-        service_url = _get(options, "service_url")
-        if service_url is None:
-            raise SparkOptionError("option service_url is required, e.g. pulsar://localhost:6650")
+        service_url = _service_url(options)
         given = [n for n in ("topic", "topics", "topics_pattern") if _get(options, n) is not None]
         tiers = _tiers(_get(options, "retry_tiers"))
         if len(given) > 1:
@@ -161,9 +166,7 @@ class WriteOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
-        service_url = _get(options, "service_url")
-        if service_url is None:
-            raise SparkOptionError("option service_url is required, e.g. pulsar://localhost:6650")
+        service_url = _service_url(options)
         topic = _get(options, "topic")
         name = _get(options, "producer_name")
         if name is not None and not re.fullmatch(r"[A-Za-z0-9_.:-]+", name):
