@@ -80,15 +80,16 @@ def _target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
     return TopicName.parse(real) if real else None
 
 
-def _matching(topic: PersistentTopic, flt: DeadLetterFilter, need_target: RedriveRequest | None,
+def _matching(topic: PersistentTopic, flt: DeadLetterFilter, redrive: RedriveRequest | None,
               start: int = 0) -> Iterator[DeadLetter]:
+    """Live dead letters matching `flt`; for a redrive, only those with a target."""
     for dl in live_dead_letters(topic, start):
-        if flt.matches(dl) and (need_target is None or _target_of(dl, need_target) is not None):
+        if flt.matches(dl) and (redrive is None or _target_of(dl, redrive) is not None):
             yield dl
 
 
-def count_matching(topic: PersistentTopic, flt: DeadLetterFilter, req: RedriveRequest | None = None) -> int:
-    return sum(1 for _ in _matching(topic, flt, req))
+def _count_redrivable(topic: PersistentTopic, req: RedriveRequest) -> int:
+    return sum(1 for _ in _matching(topic, req.filter, req))
 
 
 def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
@@ -138,7 +139,7 @@ async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
     service = topic.service
     async with _lock(topic):
         if req.dry_run:
-            matched = count_matching(topic, req.filter, req)
+            matched = _count_redrivable(topic, req)
             return RedriveResult(matched, 0, matched, True)
         cursor = _handled_cursor(topic)
         producer_name = f"{topic.name}-letterbox-redrive"
@@ -181,7 +182,7 @@ async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
                 ahead = moved / rate - (time.monotonic() - started)
                 if ahead > 0:
                     await asyncio.sleep(ahead)
-        remaining = count_matching(topic, req.filter, req)
+        remaining = _count_redrivable(topic, req)
         return RedriveResult(moved + remaining, moved, remaining, False)
 
 
