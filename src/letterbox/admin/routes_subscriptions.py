@@ -152,7 +152,7 @@ class SubscriptionRoutes:
         """The named subscription on the topic, or on every partition that has it."""
         name, sub_name = topic_name(request), request.match_info["subscription"]
         targets = partition_targets(self.admin, name, what)
-        if len(targets) == 1 and self.service.partitions_of(name) == 0:
+        if self.service.partitions_of(name) == 0:
             return [subscription(targets[0], sub_name)]
         subs = [t.subscriptions[sub_name] for t in targets if sub_name in t.subscriptions]
         if not subs:
