@@ -161,7 +161,12 @@ def test_ttl_expires_and_dead_letters(broker: BrokerProcess, client: Any, ns: st
     def backlog(topic: str) -> int:
         return int(call(b, "GET", f"/admin/v2/persistent/{topic}/stats")[1]["subscriptions"]["s"]["msgBacklog"])
 
-    assert wait_until(lambda: backlog(plain) == 0 and backlog(dl) == 0, 15)
+    def dead_lettered() -> int:
+        listed = call(b, "GET", N + ns + "/letterbox/deadLetterTopics")[1]
+        return sum(t["messages"] for t in listed) if isinstance(listed, list) else 0
+
+    # the subscription's ack is in memory before the DLQ append commits: wait for both
+    assert wait_until(lambda: backlog(plain) == 0 and backlog(dl) == 0 and dead_lettered() >= 4, 15)
     status, topics = call(b, "GET", N + ns + "/letterbox/deadLetterTopics")
     assert status == 200
     assert [(t["topic"], t["byReason"]) for t in topics] == [(f"persistent://{dl}-s-DLQ", {"expired": 4})]
