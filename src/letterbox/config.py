@@ -43,6 +43,12 @@ class BrokerConfig:
     retention_time_minutes: int = 0
     cluster_name: str = "standalone"
     log_level: str = "INFO"
+    # security (Pulsar's authenticationEnabled, authorizationEnabled, superUserRoles,
+    # anonymousUserRole); lists are TOML arrays or comma-separated text
+    authentication_enabled: bool = False
+    authorization_enabled: bool = False
+    super_user_roles: list[str] = field(default_factory=list)
+    anonymous_user_role: str = ""
 
     def validate(self) -> BrokerConfig:
         if not 0 <= self.port <= 65535:
@@ -116,6 +122,8 @@ def _coerce_all(raw: Mapping[str, Any], source: str, prefix: str = "") -> dict[s
 
 def _coerce(name: str, value: Any, where: str) -> Any:
     default = _FIELDS[name].default
+    if _FIELDS[name].type in ("list[str]", list[str]):
+        return _coerce_list(name, value, where)
     if default is dataclasses.MISSING:  # data_dir
         return Path(str(value))
     try:
@@ -135,3 +143,12 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         return str(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {name} has an invalid value {value!r}") from None
+
+
+def _coerce_list(name: str, value: Any, where: str) -> list[str]:
+    """A list of names: a TOML array of strings or comma-separated text."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    raise ConfigError(f"{where}: {name} must be a list of names or comma-separated text, got {value!r}")

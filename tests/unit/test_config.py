@@ -170,3 +170,15 @@ def test_invalid_toml(tmp_path: Path) -> None:
 
 def test_config_error_is_a_value_error() -> None:
     assert issubclass(ConfigError, ValueError)
+
+
+def test_security_role_lists_from_env_and_toml(tmp_path: Path) -> None:
+    cfg = BrokerConfig.load(env={"LETTERBOX_SUPER_USER_ROLES": "admin, ops ,"})
+    assert cfg.super_user_roles == ["admin", "ops"]
+    toml = tmp_path / "c.toml"
+    toml.write_text('super_user_roles = ["root"]\nauthorization_enabled = true\n')
+    cfg = BrokerConfig.load(toml, env={})
+    assert cfg.super_user_roles == ["root"] and cfg.authorization_enabled
+    toml.write_text("super_user_roles = 3\n")
+    with pytest.raises(ConfigError, match="super_user_roles"):
+        BrokerConfig.load(toml, env={})
