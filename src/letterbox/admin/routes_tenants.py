@@ -1,6 +1,7 @@
 # Tenants and namespaces: list, get, create, delete (Pulsar admin v2 paths).
 # A tenant with namespaces, or a namespace with topics, cannot be deleted
-# (409). Namespace policies have their own module (routes_namespace_policies).
+# (409). Namespace policies have their own module (routes_namespace_policies);
+# a create body may carry Pulsar's auth_policies (permissions, routes_permissions).
 from __future__ import annotations
 
 import json
@@ -10,8 +11,13 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import check_segment, json_body, namespace_of
-from letterbox.admin.server import TENANT_KEY
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
+from letterbox.security.authorization import (
+    AUTH_POLICIES,
+    TENANT_KEY,
+    check_auth_policies,
+    empty_auth_policies,
+)
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -98,7 +104,12 @@ class TenantRoutes:
         value = self.service.store.get_metadata(NAMESPACE_KEY + ns)
         if value is None:
             raise AdminError(404, f"Namespace {ns} does not exist")
-        policies = {"bundles": {"numBundles": 1}, "deleted": False, **json.loads(value)}
+        policies = {
+            "bundles": {"numBundles": 1},
+            "deleted": False,
+            AUTH_POLICIES: empty_auth_policies(),
+            **json.loads(value),
+        }
         return web.json_response(policies)
 
     async def create_namespace(self, request: web.Request) -> web.Response:
@@ -111,7 +122,13 @@ class TenantRoutes:
         ns = f"{tenant}/{name}"
         if self.admin.namespace_exists(ns):
             raise AdminError(409, f"Namespace {ns} already exists")
-        await self.service.store.put_metadata(NAMESPACE_KEY + ns, json.dumps({}))
+        doc: dict[str, Any] = {}
+        if body and body.get(AUTH_POLICIES) is not None:
+            try:
+                doc[AUTH_POLICIES] = check_auth_policies(body[AUTH_POLICIES])
+            except ValueError as exc:
+                raise AdminError(400, f"Invalid namespace policies: {exc}") from None
+        await self.service.store.put_metadata(NAMESPACE_KEY + ns, json.dumps(doc))
         self.service.namespace_policies.forget(ns)
         return no_content()
 

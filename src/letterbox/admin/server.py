@@ -26,12 +26,12 @@ from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
 from letterbox.broker.topic import Topic
 from letterbox.broker.topic_name import TopicName
+from letterbox.security.authorization import TENANT_KEY
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
 
 log = logging.getLogger("letterbox.admin")
-TENANT_KEY = "tenant:"
 CLUSTER_KEY = "cluster/"
 SEEDED_KEY = "admin:defaults-seeded"
 SAMPLE_SECONDS = 1.0
@@ -55,6 +55,7 @@ class AdminServer:
             routes_messages,
             routes_move,
             routes_namespace_policies,
+            routes_permissions,
             routes_subscriptions,
             routes_tenants,
             routes_topics,
@@ -68,6 +69,7 @@ class AdminServer:
             routes_subscriptions.register,
             routes_messages.register,
             routes_namespace_policies.register,
+            routes_permissions.register,
             routes_dead_letters.register,
         ]
         for register in registrars:

@@ -25,6 +25,7 @@ from letterbox.broker.topic import (
 )
 from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.security.authorization import AuthorizationService
 from letterbox.storage.store import Store
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class BrokerService:
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats()
         self.namespace_policies = NamespacePolicyCache(self)
+        self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.connections: set[ServerCnx] = set()
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
