@@ -71,11 +71,11 @@ def python_read_and_route(url: str, topic: str, n: int) -> float:
     process: the mapInArrow function of a micro-batch, given every partition's range."""
     import pyarrow as pa
 
-    from letterbox.broker.topic_name import TopicName
     from letterbox.spark.broker_io import last_position, open_client
     from letterbox.spark.offsets import EARLIEST
     from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
     from letterbox.spark.pipeline.router import RouterConfig, route_ranges
+    from letterbox.topic_name import TopicName
 
     policy = RetryPolicy(max_retries=3, delays=(1.0,))
     topics = PipelineTopics.build(topic, "bench-py", policy)

@@ -8,7 +8,7 @@ import json
 import pulsar
 import pytest
 
-import letterbox.cli_dlq
+import letterbox.cli.dlq
 from letterbox.client import DeadLetterPolicy, RetryConsumer
 from tests.cli.helpers import dlq, ok, ok_json, run
 from tests.conftest import BrokerProcess, wait_until
@@ -86,7 +86,7 @@ def _drain(broker: BrokerProcess, count: int) -> list[dict[str, object]]:
 
 def test_redrive_by_reason_in_chunks_then_resume(broker: BrokerProcess, dead_letters: None,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(letterbox.cli_dlq, "CHUNK", 3)  # several calls per run
+    monkeypatch.setattr(letterbox.cli.dlq, "CHUNK", 3)  # several calls per run
     dry = ok_json(dlq(broker, "redrive", DLQ, "--reason", "terminated", "--dry-run", "-o", "json"))
     assert dry == {"matched": N // 2, "moved": 0, "remaining": N // 2, "dryRun": True}
     assert _dead_letter_counts(broker)["terminated"] == N // 2  # a dry run moves nothing

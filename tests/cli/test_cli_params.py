@@ -4,8 +4,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from letterbox.broker.topic_name import TopicName
-from letterbox.cli_params import (
+from letterbox.cli.params import (
     LATEST,
     TOPIC,
     parse_duration_seconds,
@@ -14,6 +13,7 @@ from letterbox.cli_params import (
     parse_time_ms,
     topic_path,
 )
+from letterbox.topic_name import TopicName
 
 NOW = 1_700_000_000.0
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.config import BrokerConfig
 from letterbox.security.authorization import (
     AuthorizationFailed,
@@ -16,6 +15,7 @@ from letterbox.security.authorization import (
     check_actions,
     check_auth_policies,
 )
+from letterbox.topic_name import TopicName
 
 
 class _Store:

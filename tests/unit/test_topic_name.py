@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import InvalidTopicName, ServerError
+from letterbox.topic_name import TopicName
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,8 @@ def render_metrics(service: BrokerService, tracker: StatsTracker) -> str:
 
 def _load_stored_topics(service: BrokerService) -> None:
     """Stored topics not used since the broker started are loaded, so they are reported too."""
-    from letterbox.broker.topic_name import TopicName
     from letterbox.errors import LetterboxError
+    from letterbox.topic_name import TopicName
 
     for name in service.store.ledger_names():
         if name not in service.topics:

@@ -11,8 +11,8 @@ from typing import Any
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import InvalidTopicName
+from letterbox.topic_name import TopicName
 
 MAX_PARTITIONS = 10_000
 DOMAIN = "{domain:persistent|non-persistent}"

@@ -34,7 +34,7 @@ from letterbox.broker.dead_letters import (
     summary,
 )
 from letterbox.broker.topic import PersistentTopic
-from letterbox.broker.topic_name import TopicName
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer

@@ -20,7 +20,7 @@ from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.broker.message_mover import MoveRequest, move_message
 from letterbox.broker.topic import PersistentTopic
-from letterbox.broker.topic_name import TopicName
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService

@@ -19,8 +19,8 @@ from letterbox.admin.request_parsing import (
 from letterbox.admin.stats import empty_topic_stats, internal_stats
 from letterbox.broker.service import PARTITIONS_KEY
 from letterbox.broker.topic import PersistentTopic
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer

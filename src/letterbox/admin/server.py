@@ -25,8 +25,8 @@ from letterbox.admin.http_errors import AdminError, errors_middleware
 from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
 from letterbox.broker.topic import Topic
-from letterbox.broker.topic_name import TopicName
 from letterbox.security.authorization import TENANT_KEY
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from letterbox.admin.http_errors import AdminError
 from letterbox.broker.topic import PersistentTopic
-from letterbox.broker.topic_name import TopicName
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer

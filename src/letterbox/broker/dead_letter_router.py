@@ -12,7 +12,6 @@ import time
 from typing import TYPE_CHECKING
 
 from letterbox.broker.moved_entry import prepare_moved_append
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
@@ -26,6 +25,7 @@ from letterbox.message_properties import (
 )
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.storage.ops import WriteOp
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription

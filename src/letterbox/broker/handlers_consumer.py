@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker.consumer import Consumer
 from letterbox.broker.redelivery_policy import SubscriptionPolicy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import commands, parse_entry_metadata, pb
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, parse_headers_and_payload, pb
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx

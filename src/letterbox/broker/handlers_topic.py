@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import InvalidTopicName, TopicNotFound
 from letterbox.protocol import commands, pb
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx

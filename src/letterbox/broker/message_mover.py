@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import dead_letter_stamps
 from letterbox.broker.moved_entry import prepare_moved_append
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.message_properties import origin_message_id
 from letterbox.storage.managed_cursor import ManagedCursor
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription

@@ -25,10 +25,10 @@ from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import NONE, decompress
 
 if TYPE_CHECKING:
-    from letterbox.broker.topic_name import TopicName
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
     from letterbox.storage.ops import AppendOp
+    from letterbox.topic_name import TopicName
 
 
 def prepare_moved_append(

@@ -25,7 +25,6 @@ from letterbox.broker.dead_letters import (
     handled_subscription,
     live_dead_letters,
 )
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
@@ -40,6 +39,7 @@ from letterbox.message_properties import (
 from letterbox.protocol import build_headers_and_payload, pb
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.storage.ops import WriteOp
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.topic import PersistentTopic

@@ -23,13 +23,12 @@ from letterbox.broker.topic import (
     PersistentTopic,
     Topic,
 )
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authorization import AuthorizationService
 from letterbox.storage.store import Store
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.server_cnx import ServerCnx
     from letterbox.config import BrokerConfig
@@ -51,10 +50,6 @@ class BrokerStats:
 
 
 class BrokerService:
-    # the admin HTTP server (started by start_admin(); admin_port is its bound port)
-    admin: AdminServer | None = None
-    admin_port: int = 0
-
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.version = __version__
@@ -245,20 +240,6 @@ class BrokerService:
                         sub.schedule_dispatch()
 
     # --- admin API support --------------------------------------------------
-    async def start_admin(self) -> None:
-        """Start the admin HTTP server on config.bind:config.admin_port (0 = a free port)."""
-        from letterbox.admin.server import AdminServer
-
-        admin = AdminServer(self)
-        await admin.start(self.config.bind, self.config.admin_port)
-        self.admin = admin
-        self.admin_port = admin.port
-
-    async def stop_admin(self) -> None:
-        if self.admin is not None:
-            await self.admin.stop()
-            self.admin = None
-
     def topic_exists(self, name: TopicName) -> bool:
         """A non-partitioned topic (or a partition) that is loaded or stored."""
         key = str(name)

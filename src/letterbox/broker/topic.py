@@ -25,9 +25,9 @@ from letterbox.storage.position import Position
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.service import BrokerService
-    from letterbox.broker.topic_name import TopicName
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
+    from letterbox.topic_name import TopicName
 
 
 

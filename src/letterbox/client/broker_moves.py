@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from letterbox.broker.topic_name import TopicName
+from letterbox.topic_name import TopicName
 
 ATTEMPTS = 4
 HTTP_TIMEOUT = 30.0

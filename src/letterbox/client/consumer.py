@@ -25,7 +25,6 @@ from typing import Any
 
 import pulsar
 
-from letterbox.broker.topic_name import PARTITION_SUFFIX, TopicName
 from letterbox.client.broker_moves import BrokerMoves, Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
 from letterbox.client.policies import (
@@ -44,6 +43,7 @@ from letterbox.message_properties import (
     RETRY_TOPIC,
     origin_message_id,
 )
+from letterbox.topic_name import PARTITION_SUFFIX, TopicName
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
 _QUEUE_SIZE = 100

@@ -33,7 +33,7 @@ from letterbox.errors import LetterboxError, ServerError
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
-    from letterbox.broker.topic_name import TopicName
+    from letterbox.topic_name import TopicName
 
 TENANT_KEY = "tenant:"
 AUTH_POLICIES = "auth_policies"

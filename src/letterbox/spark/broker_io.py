@@ -22,9 +22,9 @@ from typing import Any
 
 import pulsar
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.spark.offsets import EARLIEST, Position
 from letterbox.spark.options import SparkOptionError
+from letterbox.topic_name import TopicName
 
 log = logging.getLogger("letterbox.spark")
 

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import InvalidTopicName
 from letterbox.spark.offsets import OffsetError, Position, parse_offsets_option
+from letterbox.topic_name import TopicName
 
 
 class SparkOptionError(ValueError):

@@ -11,7 +11,6 @@ from typing import Any
 import pulsar
 from pyspark.sql.datasource import InputPartition
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.spark.broker_io import (
     last_position,
     open_client,
@@ -22,6 +21,7 @@ from letterbox.spark.broker_io import (
 from letterbox.spark.offsets import EARLIEST, Position
 from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError
 from letterbox.spark.schema import BatchBuilder
+from letterbox.topic_name import TopicName
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from typing import Any
 import pyarrow as pa
 
 from letterbox import message_properties as mp
-from letterbox.broker.topic_name import PARTITION_SUFFIX
 from letterbox.spark.broker_io import open_client
 from letterbox.spark.offsets import sequence_id_for
 from letterbox.spark.options import full_topic_name
 from letterbox.spark.publisher import IdempotentPublisher
+from letterbox.topic_name import PARTITION_SUFFIX
 
 _DROPPED = {
     mp.DEAD_LETTER_REASON,

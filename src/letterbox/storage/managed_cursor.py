@@ -15,22 +15,42 @@
 # Mark-delete moves ask the ledger for a (debounced) trim.
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
-from .ops import CursorWriteOp
+from .ops import CursorWriteOp, WriteOp
 from .position import Position
-
-if TYPE_CHECKING:
-    from .managed_ledger import ManagedLedger
 
 STATE_VERSION = 1
 
 
+class CursorLedger(Protocol):
+    """What a cursor uses of its ledger (ManagedLedger implements it)."""
+
+    ledger_id: int
+    name: str
+
+    @property
+    def last_confirmed(self) -> Position: ...
+
+    def count_messages(self, after_entry_id: int) -> int: ...
+
+    def _messages_between(self, first: int, last: int) -> int: ...
+
+    def _schedule_trim(self) -> None: ...
+
+    def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
+
+    def _cursor_clean(self, cursor: ManagedCursor) -> None: ...
+
+    def _write(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]: ...
+
+
 class ManagedCursor:
-    def __init__(self, ledger: ManagedLedger, name: str, mark_delete_entry_id: int) -> None:
+    def __init__(self, ledger: CursorLedger, name: str, mark_delete_entry_id: int) -> None:
         self.name = name
         self.ledger = ledger
         self._md = mark_delete_entry_id
@@ -169,13 +189,12 @@ class ManagedCursor:
         cursor off the background flush list, so the new state is first written by that
         transaction (an ack made for an atomic dead-letter move is never persisted
         without the move)."""
-        self.ledger._store._dirty_cursors.pop(self, None)
+        self.ledger._cursor_clean(self)
         return self._snapshot_op()
 
     async def flush(self) -> None:
-        store = self.ledger._store
-        store._dirty_cursors.pop(self, None)
-        await store._submit([self._snapshot_op()], None)
+        self.ledger._cursor_clean(self)
+        await self.ledger._write([self._snapshot_op()])
 
     # ---- internals ----
 
@@ -190,7 +209,7 @@ class ManagedCursor:
     def _touch(self) -> None:
         if not self._dirty and not self._deleted:
             self._dirty = True
-            self.ledger._store._cursor_dirty(self)
+            self.ledger._cursor_dirty(self)
 
     def _snapshot_op(self) -> CursorWriteOp:
         """Serialize the current state into a write op (usable in a multi-op transaction,
@@ -210,7 +229,7 @@ class ManagedCursor:
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
-    def from_state(cls, ledger: ManagedLedger, name: str, state: bytes) -> ManagedCursor:
+    def from_state(cls, ledger: CursorLedger, name: str, state: bytes) -> ManagedCursor:
         doc = json.loads(state)
         if int(doc.get("v", 0)) > STATE_VERSION:
             raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")

@@ -17,18 +17,45 @@ import asyncio
 import logging
 import time
 from array import array
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol, TypeVar
 
-from .cache import LedgerCache
+from .cache import EntryCache, LedgerCache
 from .entry import Entry
 from .errors import LedgerClosedError
 from .managed_cursor import ManagedCursor
 from .ops import AppendOp, DeleteCursorOp, TrimOp, WriteOp
 from .position import Position
 
-if TYPE_CHECKING:
-    from .store import Store
+T = TypeVar("T")
+
+
+class LedgerStore(Protocol):
+    """What a ledger uses of its store (Store implements it; storage-internal)."""
+
+    trim_interval: float
+    _cache: EntryCache
+    _loop: asyncio.AbstractEventLoop | None
+
+    def _check_open(self) -> None: ...
+
+    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]: ...
+
+    def _submit_background(self, ops: Sequence[WriteOp]) -> None: ...
+
+    def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
+
+    def _cursor_clean(self, cursor: ManagedCursor) -> None: ...
+
+    def _read_range(
+        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Entry]
+    ) -> int: ...
+
+    def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None: ...
+
+    def _first_entries_over(self, ledger_id: int, first: int, last: int, nbytes: int) -> int: ...
+
+    def _sum_sizes(self, ledger_id: int, first: int, last: int) -> int: ...
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +65,7 @@ _CUM_COMPACT_MIN = 4096
 class ManagedLedger:
     def __init__(
         self,
-        store: Store,
+        store: LedgerStore,
         name: str,
         ledger_id: int,
         *,
@@ -252,6 +279,15 @@ class ManagedLedger:
         c._touch()
         return c
 
+    def _cursor_dirty(self, cursor: ManagedCursor) -> None:
+        self._store._cursor_dirty(cursor)
+
+    def _cursor_clean(self, cursor: ManagedCursor) -> None:
+        self._store._cursor_clean(cursor)
+
+    def _write(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
+        return self._store._submit(ops, None)
+
     def _restore_cursor(self, name: str, state: bytes) -> None:
         self._cursors[name] = ManagedCursor.from_state(self, name, state)
 
@@ -260,7 +296,7 @@ class ManagedLedger:
         if c is None:
             return
         c._deleted = True
-        self._store._dirty_cursors.pop(c, None)
+        self._store._cursor_clean(c)
         await self._store._submit([DeleteCursorOp(self.ledger_id, name)], None)
         self._schedule_trim()
 
@@ -284,7 +320,7 @@ class ManagedLedger:
         # persist this ledger's dirty cursors in the same transaction as the delete
         ops: list[WriteOp] = [c._snapshot_op() for c in self._cursors.values() if c._dirty]
         for c in self._cursors.values():
-            self._store._dirty_cursors.pop(c, None)
+            self._store._cursor_clean(c)
         ops.append(TrimOp(self, upto))
         self._first = upto + 1
         k = self._first - self._cum_base

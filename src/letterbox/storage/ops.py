@@ -11,13 +11,24 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .entry import Entry
 from .errors import LedgerClosedError
 
-if TYPE_CHECKING:
-    from .managed_ledger import ManagedLedger
+
+class OpLedger(Protocol):
+    """What the ops call back on the loop thread (ManagedLedger implements it)."""
+
+    ledger_id: int
+
+    def _on_append_committed(self, op: AppendOp) -> None: ...
+
+    def _fence(self, exc: BaseException) -> None: ...
+
+    def _on_trim_committed(self, freed_bytes: int) -> None: ...
+
+    def _notify_confirmed(self) -> None: ...
 
 INSERT_ENTRY = (
     "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
@@ -48,7 +59,7 @@ class AppendOp(WriteOp):
 
     def __init__(
         self,
-        ledger: ManagedLedger,
+        ledger: OpLedger,
         entry: Entry,
         producer_name: str | None,
         sequence_id: int | None,
@@ -132,7 +143,7 @@ class TrimOp(WriteOp):
 
     __slots__ = ("freed_bytes", "ledger", "upto")
 
-    def __init__(self, ledger: ManagedLedger, upto: int) -> None:
+    def __init__(self, ledger: OpLedger, upto: int) -> None:
         self.ledger = ledger
         self.upto = upto
         self.freed_bytes = 0

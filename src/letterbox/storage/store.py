@@ -32,7 +32,7 @@ from .entry import Entry
 from .errors import StoreClosedError
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, WriteOp
+from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, WriteOp
 from .position import Position
 from .schema import SyncMode, db_path, load_state, open_reader
 from .writer import Submission, Writer
@@ -148,7 +148,7 @@ class Store:
         led._close("deleted")
         for c in led._cursors.values():
             c._deleted = True
-            self._dirty_cursors.pop(c, None)
+            self._cursor_clean(c)
         self._cache.drop(led._cache)
         await self._submit([DeleteLedgerOp(led.ledger_id)], None)
 
@@ -198,7 +198,7 @@ class Store:
 
     def _complete(self, group: list[Submission]) -> None:
         """Loop thread: apply committed ops to memory, resolve futures, notify listeners."""
-        touched: dict[ManagedLedger, None] = {}
+        touched: dict[OpLedger, None] = {}
         for sub in group:
             err = sub.error
             if err is None:
@@ -221,6 +221,10 @@ class Store:
         if not self._flush_scheduled and self._loop is not None and not self._closing:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_dirty_cursors)
+
+    def _cursor_clean(self, cursor: ManagedCursor) -> None:
+        """The cursor's state is being written by a caller: no background write needed."""
+        self._dirty_cursors.pop(cursor, None)
 
     def _flush_dirty_cursors(self) -> None:
         self._flush_scheduled = False

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.client import dead_letter_topic_name, retry_topic_name
 from letterbox.spark.options import full_topic_name
+from letterbox.topic_name import TopicName
 
 SEED_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 MAX_DELAY_S = 864_000.0

@@ -19,8 +19,8 @@ from typing import Any
 
 import click
 
-from letterbox.broker.topic_name import TopicName
 from letterbox.errors import InvalidTopicName
+from letterbox.topic_name import TopicName
 
 _DURATION_RE = re.compile(r"^(-?\d+)\s*([smhdwy]?)$", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

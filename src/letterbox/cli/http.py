@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from letterbox.cli_output import OUTPUT_CHOICE, echo_json
+from letterbox.cli.output import OUTPUT_CHOICE, echo_json
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
 HTTP_TIMEOUT = 30.0

@@ -19,8 +19,7 @@ from typing import Any
 
 import click
 
-from letterbox.broker.topic_name import TopicName
-from letterbox.cli_http import (
+from letterbox.cli.http import (
     HTTP_TIMEOUT,
     AdminClient,
     AdminContext,
@@ -28,8 +27,8 @@ from letterbox.cli_http import (
     output_option,
     pass_admin,
 )
-from letterbox.cli_output import echo_json, format_epoch_ms, properties_text, table
-from letterbox.cli_params import (
+from letterbox.cli.output import echo_json, format_epoch_ms, properties_text, table
+from letterbox.cli.params import (
     KEY_VALUE,
     NAMESPACE,
     TIME_HELP,
@@ -38,6 +37,7 @@ from letterbox.cli_params import (
     parse_time_ms,
     topic_path,
 )
+from letterbox.topic_name import TopicName
 
 CHUNK = 200
 # A chunk of a rate-limited redrive takes about CHUNK / rate seconds on the

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import click
 
-from letterbox.cli_admin_topics import topics
-from letterbox.cli_http import (
+from letterbox.cli.admin_topics import topics
+from letterbox.cli.http import (
     AdminClient,
     AdminContext,
     admin_group_options,
     output_option,
     pass_admin,
 )
-from letterbox.cli_output import echo_json, fmt, key_values
-from letterbox.cli_params import (
+from letterbox.cli.output import echo_json, fmt, key_values
+from letterbox.cli.params import (
     NAMESPACE,
     namespace_path,
     parse_duration_seconds,

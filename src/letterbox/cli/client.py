@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from letterbox.cli_output import (
+from letterbox.cli.output import (
     OUTPUT_CHOICE,
     echo_json,
     format_epoch_ms,
@@ -25,7 +25,7 @@ from letterbox.cli_output import (
     payload_text,
     properties_text,
 )
-from letterbox.cli_params import KEY_VALUE, TOPIC
+from letterbox.cli.params import KEY_VALUE, TOPIC
 
 DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
 CONSUMER_TYPES = {"exclusive": "Exclusive", "shared": "Shared", "failover": "Failover", "key_shared": "KeyShared"}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -64,44 +63,17 @@ def standalone(
     except ImportError:
         pass
     try:
-        asyncio.run(_run(config))
+        from letterbox.standalone import run
+
+        asyncio.run(run(config))
     except OSError as exc:
         raise click.ClickException(f"cannot start the broker: {exc}") from None
 
 
-async def _run(config: BrokerConfig) -> None:
-    from letterbox.broker.service import BrokerService
-
-    service = BrokerService(config)
-    await service.start()
-    try:
-        await service.start_admin()
-    except OSError:
-        await service.stop()
-        raise
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    logging.getLogger("letterbox").info(
-        "letterbox %s listening on pulsar://%s:%d, admin on http://%s:%d, data in %s",
-        service.version,
-        config.bind,
-        service.port,
-        config.bind,
-        service.admin_port,
-        config.data_dir.resolve(),
-    )
-    await stop.wait()
-    logging.getLogger("letterbox").info("shutting down")
-    await service.stop_admin()
-    await service.stop()
-
-
 def _register() -> None:
-    from letterbox.cli_admin import admin
-    from letterbox.cli_client import consume, produce
-    from letterbox.cli_dlq import dlq
+    from letterbox.cli.admin import admin
+    from letterbox.cli.client import consume, produce
+    from letterbox.cli.dlq import dlq
     from letterbox.perf import perf
 
     main.add_command(perf)

@@ -1,10 +1,8 @@
-# `letterbox admin topics ...`: topics, their stats, and the subscription and
-# message verbs of pulsar-admin's `topics` command, each mapped onto Pulsar's
-# admin v2 paths (.../{topic}, .../partitions, .../stats,
-# .../subscription/{sub}/skip/{n}, .../resetcursor/{ms}, .../position/{n}, ...).
-# TOPIC may be short: `orders` is persistent://public/default/orders.
-# Messages read through the API come back as a raw body plus X-Pulsar-*
-# headers; PeekedMessage turns them into one record for printing.
+# `letterbox admin topics ...`: topics, their stats, and the subscription and message verbs
+# of pulsar-admin's `topics` command, mapped onto Pulsar's admin v2 paths (.../{topic},
+# .../partitions, .../stats, .../subscription/{sub}/skip/{n}, .../resetcursor/{ms}, ...).
+# TOPIC may be short: `orders` is persistent://public/default/orders. Messages read through
+# the API come back as a raw body plus X-Pulsar-* headers; PeekedMessage makes them one record.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,10 +11,9 @@ from typing import Any
 
 import click
 
-from letterbox.broker.topic_name import TopicName
-from letterbox.cli_http import AdminApiError, AdminContext, Response, output_option, pass_admin
-from letterbox.cli_output import echo_json, key_values, payload_json, payload_text, table
-from letterbox.cli_params import (
+from letterbox.cli.http import AdminApiError, AdminContext, Response, output_option, pass_admin
+from letterbox.cli.output import echo_json, key_values, payload_json, payload_text, table
+from letterbox.cli.params import (
     NAMESPACE,
     TIME_HELP,
     TOPIC,
@@ -28,6 +25,7 @@ from letterbox.cli_params import (
     topic_path,
 )
 from letterbox.errors import InvalidTopicName
+from letterbox.topic_name import TopicName
 
 _STAT_FIELDS = (
     "msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "msgInCounter",
