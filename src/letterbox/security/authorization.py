@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox.errors import LetterboxError, ServerError
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.config import BrokerConfig
     from letterbox.topic_name import TopicName
 
 TENANT_KEY = "tenant:"
@@ -98,8 +98,30 @@ def _role(role: Any) -> str:
     return role
 
 
+class _Metadata(Protocol):
+    def get_metadata(self, key: str) -> str | None: ...
+
+
+class _NamespaceDocuments(Protocol):
+    def document(self, namespace: str) -> dict[str, Any] | None: ...
+
+
+class BrokerView(Protocol):
+    """What authorization reads of the BrokerService (a Protocol, so security does not
+    import the broker package, which imports security)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> _Metadata: ...
+
+    @property
+    def namespace_policies(self) -> _NamespaceDocuments: ...
+
+
 class AuthorizationService:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerView) -> None:
         self.service = service
         self.enabled: bool = service.config.authorization_enabled
         self.super_user_roles = frozenset(service.config.super_user_roles)
