@@ -1,0 +1,86 @@
+# The consumer properties (the official client's `properties=` at subscribe)
+# through which consumers set their subscription's failure policy on the
+# broker, written once: the broker reads them (PIP-22: the last created
+# consumer's configuration wins), the RetryConsumer writes them. A consumer
+# that sets none of the keys leaves the subscription's policy as it is.
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from letterbox.failure.errors import PolicyError
+from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, DEFAULT_BACKOFF_MULTIPLIER
+from letterbox.failure.policies import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
+
+BACKOFF_MIN_MS = "letterbox.backoff.min_ms"
+BACKOFF_MAX_MS = "letterbox.backoff.max_ms"
+BACKOFF_MULTIPLIER = "letterbox.backoff.multiplier"
+DLQ_MAX_REDELIVERIES = "letterbox.dlq.max_redeliveries"
+DLQ_TOPIC = "letterbox.dlq.topic"
+DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
+KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
+        DLQ_INITIAL_SUBSCRIPTION)
+
+
+def declares_policy(md: Mapping[str, str]) -> bool:
+    return any(k in md for k in KEYS)
+
+
+def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
+    """The policy a consumer's properties set; raises PolicyError naming the bad key."""
+    backoff = None
+    if BACKOFF_MIN_MS in md:
+        low = _int(md, BACKOFF_MIN_MS, 1)
+        high = _int(md, BACKOFF_MAX_MS, low) if BACKOFF_MAX_MS in md else max(low, DEFAULT_BACKOFF_MAX_DELAY_MS)
+        mult = _float(md, BACKOFF_MULTIPLIER) if BACKOFF_MULTIPLIER in md else DEFAULT_BACKOFF_MULTIPLIER
+        backoff = Backoff(low, high, mult)
+    elif BACKOFF_MAX_MS in md or BACKOFF_MULTIPLIER in md:
+        raise PolicyError(f"{BACKOFF_MAX_MS} and {BACKOFF_MULTIPLIER} need {BACKOFF_MIN_MS} as well")
+    dead_letter = None
+    if DLQ_MAX_REDELIVERIES in md:
+        dead_letter = DeadLetterPolicy(
+            _int(md, DLQ_MAX_REDELIVERIES, 1),
+            dead_letter_topic=md.get(DLQ_TOPIC) or None,
+            initial_subscription_name=md.get(DLQ_INITIAL_SUBSCRIPTION) or None,
+        )
+    elif DLQ_TOPIC in md or DLQ_INITIAL_SUBSCRIPTION in md:
+        raise PolicyError(f"{DLQ_TOPIC} and {DLQ_INITIAL_SUBSCRIPTION} need {DLQ_MAX_REDELIVERIES} as well")
+    return FailurePolicy(dead_letter=dead_letter, backoff=backoff, origin=PolicyOrigin.TOPIC)
+
+
+def consumer_properties_of(dead_letter: DeadLetterPolicy | None, backoff: Backoff | None = None,
+                           dead_letter_topic: str | None = None) -> dict[str, str]:
+    """The consumer properties that set `dead_letter` / `backoff` on the broker
+    (`dead_letter_topic` overrides the policy's, e.g. with the resolved default name)."""
+    out: dict[str, str] = {}
+    if dead_letter is not None:
+        out[DLQ_MAX_REDELIVERIES] = str(dead_letter.max_redeliver_count)
+        topic = dead_letter_topic or dead_letter.dead_letter_topic
+        if topic:
+            out[DLQ_TOPIC] = topic
+        if dead_letter.initial_subscription_name:
+            out[DLQ_INITIAL_SUBSCRIPTION] = dead_letter.initial_subscription_name
+    if backoff is not None:
+        out[BACKOFF_MIN_MS] = str(backoff.min_delay_ms)
+        out[BACKOFF_MAX_MS] = str(backoff.max_delay_ms)
+        out[BACKOFF_MULTIPLIER] = repr(float(backoff.multiplier))
+    return out
+
+
+def _int(md: Mapping[str, str], key: str, minimum: int) -> int:
+    try:
+        value = int(md[key])
+    except ValueError:
+        raise PolicyError(f"consumer property {key} must be an integer, got {md[key]!r}") from None
+    if value < minimum:
+        raise PolicyError(f"consumer property {key} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(md: Mapping[str, str], key: str) -> float:
+    try:
+        value = float(md[key])
+    except ValueError:
+        raise PolicyError(f"consumer property {key} must be a number, got {md[key]!r}") from None
+    if not 1.0 <= value <= 100.0:
+        raise PolicyError(f"consumer property {key} must be between 1 and 100, got {value}")
+    return value

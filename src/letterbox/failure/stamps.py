@@ -1,0 +1,91 @@
+# The property stamps of failure handling: ONE table of which keys a move
+# adds and a redrive removes (the keys themselves are named in
+# letterbox.message_properties).
+#   ORIGIN       REAL_TOPIC ORIGIN_MESSAGE_ID ORIGIN_PUBLISH_TIME
+#                added by the first move, kept by every later move and by a
+#                redrive (a message moved twice keeps its first origin)
+#   RETRY        RECONSUMETIMES DELAY_TIME RETRY_TOPIC
+#                added by a retry move (reconsume_later, pipeline Retry)
+#   DEAD_LETTER  DEAD_LETTER_REASON _TIME _SUBSCRIPTION _DESCRIPTION,
+#                DELIVERY_COUNT FIRST_DELIVERY_TIME LAST_DELIVERY_TIME
+#                added by a dead-letter move (broker, admin move, pipeline Fail)
+#   REDRIVE_REMOVES = RETRY | DEAD_LETTER: a redriven message starts over, with
+#                no attempt count and no dead-letter record, but knows its origin.
+# Invariant: FAILURE_KEYS = ORIGIN | RETRY | DEAD_LETTER; every other property
+# is the user's and every move and redrive keeps it.
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from letterbox.message_properties import (
+    DEAD_LETTER_DESCRIPTION,
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_SUBSCRIPTION,
+    DEAD_LETTER_TIME,
+    DELAY_TIME,
+    DELIVERY_COUNT,
+    FIRST_DELIVERY_TIME,
+    LAST_DELIVERY_TIME,
+    ORIGIN_MESSAGE_ID,
+    ORIGIN_PUBLISH_TIME,
+    REAL_TOPIC,
+    RECONSUMETIMES,
+    RETRY_TOPIC,
+)
+
+ORIGIN_STAMPS = frozenset({REAL_TOPIC, ORIGIN_MESSAGE_ID, ORIGIN_PUBLISH_TIME})
+RETRY_STAMPS = frozenset({RECONSUMETIMES, DELAY_TIME, RETRY_TOPIC})
+DEAD_LETTER_STAMPS = frozenset({
+    DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
+    DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME,
+})
+REDRIVE_REMOVES = RETRY_STAMPS | DEAD_LETTER_STAMPS
+FAILURE_KEYS = ORIGIN_STAMPS | REDRIVE_REMOVES
+
+
+def user_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """The properties a user set: every failure stamp removed."""
+    return {k: v for k, v in props.items() if k not in FAILURE_KEYS}
+
+
+def redriven_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """What a redriven message carries: the user's properties and its origin."""
+    return {k: v for k, v in props.items() if k not in REDRIVE_REMOVES}
+
+
+def reconsume_times(props: Mapping[str, str]) -> int:
+    """The retries a message has had (RECONSUMETIMES; 0 when absent or unreadable)."""
+    try:
+        return max(int(props.get(RECONSUMETIMES) or "0"), 0)
+    except ValueError:
+        return 0
+
+
+def origin_stamps(real_topic: str, origin_message_id: str) -> dict[str, str]:
+    return {REAL_TOPIC: real_topic, ORIGIN_MESSAGE_ID: origin_message_id}
+
+
+def retry_stamps(times: int, delay_ms: int, retry_topic: str) -> dict[str, str]:
+    """What a retry move adds besides the origin: the attempt, its delay, where it waits."""
+    return {RECONSUMETIMES: str(times), DELAY_TIME: str(delay_ms), RETRY_TOPIC: retry_topic}
+
+
+def dead_letter_stamps(
+    reason: str,
+    now_ms: int,
+    subscription: str,
+    delivery_count: int | None = None,
+    first_delivery_ms: int = 0,
+    last_delivery_ms: int = 0,
+    description: str | None = None,
+) -> dict[str, str]:
+    """What a dead-letter move adds besides the origin: why, when, where from, its deliveries."""
+    out = {DEAD_LETTER_REASON: reason, DEAD_LETTER_TIME: str(now_ms), DEAD_LETTER_SUBSCRIPTION: subscription}
+    if delivery_count is not None:
+        out[DELIVERY_COUNT] = str(delivery_count)
+    if first_delivery_ms:
+        out[FIRST_DELIVERY_TIME] = str(first_delivery_ms)
+        out[LAST_DELIVERY_TIME] = str(last_delivery_ms)
+    if description:
+        out[DEAD_LETTER_DESCRIPTION] = description
+    return out
