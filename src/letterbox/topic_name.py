@@ -2,7 +2,7 @@
 # `local` and `tenant/namespace/local` expanded to persistent://... in
 # public/default. A TopicName is immutable and always fully qualified; the
 # partition suffix `-partition-<i>` is recognised so a partition can find its
-# partitioned parent.
+# partitioned parent. Each segment follows letterbox.names' rules.
 from __future__ import annotations
 
 import re
@@ -10,11 +10,10 @@ import urllib.parse
 from dataclasses import dataclass
 
 from letterbox.errors import InvalidTopicName
+from letterbox.names import NameKind, name_problem
 
 PARTITION_SUFFIX = "-partition-"
 _PART_RE = re.compile(r"^(.*)-partition-(\d+)$")
-_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_.\-=:%]+$")
-_LOCAL_BAD = ("/",)
 DOMAINS = ("persistent", "non-persistent")
 
 
@@ -54,11 +53,14 @@ class TopicName:
                     f"invalid topic name {raw!r}: use 'topic', 'tenant/namespace/topic' "
                     "or 'persistent://tenant/namespace/topic'"
                 )
-        for what, value in (("tenant", tenant), ("namespace", namespace)):
-            if not value or not _SEGMENT_RE.match(value):
-                raise InvalidTopicName(f"invalid {what} {value!r} in topic name {raw!r}")
-        if not local or local.strip() != local or any(c in local for c in "\n\r\t\x00"):
-            raise InvalidTopicName(f"invalid local topic name {local!r} in {raw!r}")
+        segments: tuple[tuple[NameKind, str], ...] = (("tenant", tenant), ("namespace", namespace))
+        for what, value in segments:
+            problem = name_problem(what, value)
+            if problem is not None:
+                raise InvalidTopicName(f"invalid {what} {value!r} in topic name {raw!r}: {problem}")
+        problem = name_problem("topic", local)
+        if problem is not None:
+            raise InvalidTopicName(f"invalid local topic name {local!r} in {raw!r}: {problem}")
         return cls(domain, tenant, namespace, local)
 
     @property

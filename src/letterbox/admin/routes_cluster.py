@@ -13,7 +13,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.metrics import render_metrics
-from letterbox.admin.request_parsing import DOMAIN, check_segment, json_body, topic_name
+from letterbox.admin.request_parsing import DOMAIN, json_body, topic_name
 from letterbox.admin.server import CLUSTER_KEY
 
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ class ClusterRoutes:
 
     async def create_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
-        check_segment("cluster", cluster)
         data = _cluster_data(await json_body(request))
         if cluster == self.service.config.cluster_name or cluster in self.admin.registered_clusters():
             raise AdminError(409, f"Cluster {cluster} already exists")

@@ -3,12 +3,16 @@
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
 #   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...)
+#   DELETE .../{dlq}/letterbox/redrive   cancel the redrive running on that DLQ
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
 # Request bodies are checked field by field before anything runs (400 for
-# malformed JSON, unknown fields or wrong types, 412 for out-of-range values).
+# malformed JSON, unknown fields or wrong types, 412 for out-of-range values,
+# 404 for a target in a namespace that does not exist, 409 while a redrive of
+# the same DLQ runs, 412 for a topic that is not a dead letter topic).
 from __future__ import annotations
 
 import base64
+import json
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -20,6 +24,7 @@ from letterbox.admin.request_parsing import (
     int_field,
     json_body,
     namespace_of,
+    number_field,
     persistent_topic_field,
     query_int,
     topic_name,
@@ -50,6 +55,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
     router.add_get(NAMESPACE_BASE + "/letterbox/deadLetterTopics", routes.topics)
     router.add_get(TOPIC_BASE + "/letterbox/deadLetters", routes.messages)
     router.add_post(TOPIC_BASE + "/letterbox/redrive", routes.redrive)
+    router.add_delete(TOPIC_BASE + "/letterbox/redrive", routes.cancel_redrive)
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
 
 
@@ -80,9 +86,11 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
     reason = body.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise AdminError(400, f"reason must be a string, got {reason!r}")
-    props = body.get("properties") or {}
+    props = body.get("properties")
+    if props is None:
+        props = {}
     if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
-        raise AdminError(400, "properties must be an object of string values")
+        raise AdminError(400, f"properties must be an object of string values, got {json.dumps(props)[:60]}")
     dry_run = body.get("dryRun", False)
     if not isinstance(dry_run, bool):
         raise AdminError(400, "dryRun must be true or false")
@@ -138,21 +146,29 @@ class DeadLetterRoutes:
             if not isinstance(target, str):
                 raise AdminError(400, f"target must be a topic name, got {target!r}")
             target_name = persistent_topic_field("target", target)
-        rate = body.get("ratePerSecond")
-        if rate is not None:
-            if isinstance(rate, bool) or not isinstance(rate, int | float):
-                raise AdminError(400, f"ratePerSecond must be a number, got {rate!r}")
-            if rate <= 0:
-                raise AdminError(412, f"ratePerSecond must be > 0, got {rate}")
+        rate = number_field(body, "ratePerSecond", rd.MIN_RATE, rd.MAX_RATE)
         req = rd.RedriveRequest(
             filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
-            rate_per_second=float(rate) if rate is not None else None, dry_run=dry_run,
+            rate_per_second=rate, dry_run=dry_run,
         )
-        result = await rd.redrive(self._dlq(request), req)
-        return web.json_response({
-            "matched": result.matched, "moved": result.moved,
-            "remaining": result.remaining, "dryRun": result.dry_run,
-        })
+        dlq = self._dlq(request)
+        if target_name is not None:
+            self.admin.require_namespace(target_name.namespace_name)
+        try:
+            result = await rd.redrive(dlq, req)
+        except rd.RedriveRunning as exc:
+            raise AdminError(409, f"{exc} (DELETE {request.path})") from None
+        out = {"matched": result.matched, "moved": result.moved,
+               "remaining": result.remaining, "dryRun": result.dry_run}
+        if result.cancelled:
+            out["cancelled"] = True
+        return web.json_response(out)
+
+    async def cancel_redrive(self, request: web.Request) -> web.Response:
+        dlq = self._dlq(request)
+        if not rd.cancel_redrive(dlq):
+            raise AdminError(404, f"No redrive is running on {dlq.name}")
+        return web.json_response({"cancelled": True})
 
     async def purge(self, request: web.Request) -> web.Response:
         flt, dry_run, _ = parse_filter(await json_body(request), FILTER_FIELDS)

@@ -12,12 +12,13 @@
 # idempotent, so a client may repeat it after a lost response.
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
-from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
+from letterbox.admin.request_parsing import TOPIC_BASE, json_body, name_field, topic_name
 from letterbox.broker.message_mover import MoveRequest, move_message
 from letterbox.broker.topic import PersistentTopic
 from letterbox.topic_name import TopicName
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
 
 MOVE_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/move"
+# ledger and entry ids (up to 18 digits, so below 2^63), partition and batch index -1 or more
+_MESSAGE_ID_RE = re.compile(r"[0-9]{1,18}:[0-9]{1,18}(:-?[0-9]{1,9}(:-?[0-9]{1,9})?)?")
 
 
 def add_move_routes(app: web.Application, service: BrokerService) -> None:
@@ -52,12 +55,9 @@ def _parse(body: Any, topic: PersistentTopic) -> MoveRequest:
     mid = body.get("messageId")
     if not isinstance(mid, str):
         raise AdminError(400, "messageId must be a string 'ledger:entry[:partition[:batchIndex]]'")
-    try:
-        parts = [int(p) for p in mid.split(":")]
-    except ValueError:
-        raise AdminError(400, f"messageId {mid!r} is not 'ledger:entry[:partition[:batchIndex]]'") from None
-    if not 2 <= len(parts) <= 4:
-        raise AdminError(400, f"messageId {mid!r} is not 'ledger:entry[:partition[:batchIndex]]'")
+    if not _MESSAGE_ID_RE.fullmatch(mid):
+        raise AdminError(400, f"messageId {mid[:80]!r} is not 'ledger:entry[:partition[:batchIndex]]'")
+    parts = [int(p) for p in mid.split(":")]
     ledger_id, entry_id = parts[0], parts[1]
     batch_index = parts[3] if len(parts) == 4 else -1
     if ledger_id != topic.ledger.ledger_id:
@@ -73,9 +73,8 @@ def _parse(body: Any, topic: PersistentTopic) -> MoveRequest:
     delay = body.get("deliverAfterMs", 0)
     if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
         raise AdminError(400, "deliverAfterMs must be a non-negative integer")
-    reason, description, initial = (
-        _optional_str(body, key) for key in ("deadLetterReason", "description", "initialSubscription")
-    )
+    reason, description = (_optional_str(body, key) for key in ("deadLetterReason", "description"))
+    initial = name_field(body, "initialSubscription", "subscription")
     return MoveRequest(
         entry_id=entry_id,
         batch_index=batch_index,

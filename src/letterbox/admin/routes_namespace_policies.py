@@ -7,8 +7,10 @@
 # GET of a policy that is not set answers 204 without a body (Pulsar answers
 # null that way), except retention, which answers the broker's default.
 # Bodies are validated completely before anything is stored (400 malformed or
-# wrongly typed, 412 out of range). Storage and enforcement are
-# broker/namespace_policies.py's.
+# wrongly typed, 412 out of range). Ranges: TTL and retention minutes up to
+# 2^31-1 (Pulsar's int fields), retention size up to 2^63-1 MB, redelivery
+# counts 1..2^31-1, backoff delays 1 ms..MAX_DELAY (864,000 s), multiplier
+# 1..100. Storage and enforcement are broker/namespace_policies.py's.
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,18 +20,23 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, Handler, no_content
 from letterbox.admin.request_parsing import (
+    MAX_DELAY,
     NAMESPACE_BASE,
     int_field,
     json_body,
+    name_field,
     namespace_of,
+    number_field,
     persistent_topic_field,
 )
 from letterbox.broker import namespace_policies as np
+from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
 
 Validator = Callable[[Any], Any]  # request body -> the value stored
+MAX_INT32 = 2**31 - 1
 
 
 def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
@@ -92,10 +99,10 @@ class PolicyRoutes:
         return delete
 
 
-def _int(body: dict[str, Any], key: str, default: int | None, minimum: int) -> int:
+def _int(body: dict[str, Any], key: str, default: int | None, minimum: int, maximum: int = MAX_INT32) -> int:
     if key not in body and default is not None:
         return default
-    value = int_field(body, key, minimum)
+    value = int_field(body, key, minimum, maximum)
     if value is None:
         raise AdminError(400, f"{key} is required")
     return value
@@ -120,15 +127,15 @@ def _retention(body: Any) -> dict[str, int]:
     obj = _object(body, "Retention policies", ("retentionTimeInMinutes", "retentionSizeInMB"))
     return {
         "retentionTimeInMinutes": _int(obj, "retentionTimeInMinutes", 0, -1),
-        "retentionSizeInMB": _int(obj, "retentionSizeInMB", 0, -1),
+        "retentionSizeInMB": _int(obj, "retentionSizeInMB", 0, -1, 2**63 - 1),
     }
 
 
 def _ttl(body: Any) -> int:
     if isinstance(body, bool) or not isinstance(body, int):
         raise AdminError(400, f"Body must be the TTL in seconds (an integer), got {body!r}")
-    if body < 0:
-        raise AdminError(412, f"Invalid value for message TTL: {body} (must be >= 0)")
+    if not 0 <= body <= MAX_INT32:
+        raise AdminError(412, f"Invalid value for message TTL: {body} (must be between 0 and {MAX_INT32})")
     return body
 
 
@@ -144,20 +151,17 @@ def _dead_letter(body: Any) -> dict[str, Any]:
     topic = _optional_str(obj, "deadLetterTopic")
     if topic is not None:
         persistent_topic_field("deadLetterTopic", topic)
+    _optional_str(obj, "initialSubscriptionName")
     return {
         "maxRedeliverCount": _int(obj, "maxRedeliverCount", None, 1),
         "deadLetterTopic": topic,
-        "initialSubscriptionName": _optional_str(obj, "initialSubscriptionName"),
+        "initialSubscriptionName": name_field(obj, "initialSubscriptionName", "subscription"),
     }
 
 
 def _backoff(body: Any) -> dict[str, Any]:
     obj = _object(body, "Redelivery backoff", ("minDelayMs", "maxDelayMs", "multiplier"))
-    low = _int(obj, "minDelayMs", None, 1)
-    high = _int(obj, "maxDelayMs", max(low, 60_000), low)
-    mult = obj.get("multiplier", 2.0)
-    if isinstance(mult, bool) or not isinstance(mult, int | float):
-        raise AdminError(400, f"multiplier must be a number, got {mult!r}")
-    if not 1.0 <= mult <= 100.0:
-        raise AdminError(412, f"multiplier must be between 1 and 100, got {mult}")
-    return {"minDelayMs": low, "maxDelayMs": high, "multiplier": float(mult)}
+    low = _int(obj, "minDelayMs", None, 1, MAX_DELAY)
+    high = _int(obj, "maxDelayMs", max(low, 60_000), low, MAX_DELAY)
+    mult = number_field(obj, "multiplier", 1.0, MAX_BACKOFF_MULTIPLIER)
+    return {"minDelayMs": low, "maxDelayMs": high, "multiplier": 2.0 if mult is None else mult}

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
-from letterbox.admin.request_parsing import check_segment, json_body, namespace_of
+from letterbox.admin.request_parsing import check_name, json_body, namespace_of
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
+from letterbox.names import NameKind
 from letterbox.security.authorization import (
     AUTH_POLICIES,
     TENANT_KEY,
@@ -63,6 +64,12 @@ class TenantRoutes:
         clusters = body.get("allowedClusters") or [cluster]
         if not isinstance(roles, list) or not isinstance(clusters, list):
             raise AdminError(400, "adminRoles and allowedClusters must be lists")
+        lists: tuple[tuple[NameKind, list[Any]], ...] = (("role", roles), ("cluster", clusters))
+        for kind, values in lists:
+            for value in values:
+                if not isinstance(value, str):
+                    raise AdminError(400, f"adminRoles and allowedClusters must be lists of strings, got {value!r}")
+                check_name(kind, value)
         known = {cluster, *self.admin.registered_clusters()}
         unknown = [c for c in clusters if c not in known]
         if unknown:
@@ -72,7 +79,6 @@ class TenantRoutes:
     async def create_tenant(self, request: web.Request) -> web.Response:
         tenant = request.match_info["tenant"]
         info = self._tenant_info(await json_body(request))
-        check_segment("tenant", tenant)
         if self.service.store.get_metadata(TENANT_KEY + tenant) is not None:
             raise AdminError(409, f"Tenant {tenant} already exists")
         await self.service.store.put_metadata(TENANT_KEY + tenant, json.dumps(info))
@@ -118,7 +124,6 @@ class TenantRoutes:
         if body is not None and not isinstance(body, dict):
             raise AdminError(400, "Namespace policies must be a JSON object")
         self.admin.require_tenant(tenant)
-        check_segment("namespace", name)
         ns = f"{tenant}/{name}"
         if self.admin.namespace_exists(ns):
             raise AdminError(409, f"Namespace {ns} already exists")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, errors_middleware
+from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
 from letterbox.broker.topic import Topic
@@ -61,7 +62,8 @@ class AdminServer:
             routes_topics,
         )
 
-        app = web.Application(middlewares=[errors_middleware])
+        app = web.Application(client_max_size=MAX_BODY_BYTES,
+                              middlewares=[errors_middleware, validate_names])
         registrars: list[Callable[[AdminServer, web.UrlDispatcher], None]] = [
             routes_cluster.register,
             routes_tenants.register,

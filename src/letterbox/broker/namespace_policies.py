@@ -23,6 +23,7 @@ from letterbox.broker.redelivery_policy import (
     RedeliveryBackoff,
     SubscriptionPolicy,
 )
+from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
@@ -55,7 +56,9 @@ class NamespacePolicies:
             )
         backoff = None
         if bo:
-            backoff = RedeliveryBackoff(int(bo["minDelayMs"]), int(bo["maxDelayMs"]), float(bo["multiplier"]))
+            # clamped: a document stored before the admin API checked ranges may hold any number
+            low, high = (min(int(bo[k]), MAX_DELAY_MS) for k in ("minDelayMs", "maxDelayMs"))
+            backoff = RedeliveryBackoff(low, high, min(float(bo["multiplier"]), MAX_BACKOFF_MULTIPLIER))
         return cls(
             deduplication=doc.get(DEDUP),
             retention_minutes=retention.get("retentionTimeInMinutes") if retention else None,

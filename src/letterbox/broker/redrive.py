@@ -9,11 +9,18 @@
 # ORIGIN_MESSAGE_ID; the dead-letter stamps (DEAD_LETTER_*, DELIVERY_COUNT,
 # FIRST/LAST_DELIVERY_TIME) are dropped, and its delivery count starts at 0.
 # Purge marks matching messages handled without moving them.
-# One redrive or purge runs at a time per DLQ topic (a lock), so two calls
-# cannot pick the same messages.
+# Refused before anything is created: a topic holding messages that are not
+# dead letters (NotDeadLetterTopic), a target in a namespace that does not
+# exist (TopicNotFound), a second redrive while one runs (RedriveRunning).
+# Each chunk's selection and commit hold the DLQ's lock, so a redrive and a
+# purge never pick the same messages; a rate-limited redrive releases the
+# lock while it waits, so a purge or a listing never waits for its pauses.
+# A running redrive can be cancelled (cancel_redrive): it stops before its
+# next chunk, keeping what it has committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,9 +30,10 @@ from letterbox.broker.dead_letters import (
     DeadLetter,
     DeadLetterFilter,
     handled_subscription,
+    is_dead_letter_topic,
     live_dead_letters,
 )
-from letterbox.errors import NotAllowed
+from letterbox.errors import LetterboxError, NotAllowed, ServerError, TopicNotFound
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
@@ -49,7 +57,17 @@ STAMPS = frozenset({
     DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME,
 })
 CHUNK = 100
+MIN_RATE, MAX_RATE = 1.0, 100_000.0  # messages per second
 _locks: dict[str, asyncio.Lock] = {}
+_running: dict[str, asyncio.Event] = {}  # DLQ name -> set to cancel its redrive
+
+
+class NotDeadLetterTopic(NotAllowed):
+    """Redrive or purge of a topic whose messages are not dead letters."""
+
+
+class RedriveRunning(LetterboxError):
+    code = ServerError.NotAllowedError
 
 
 @dataclass(frozen=True)
@@ -67,6 +85,43 @@ class RedriveResult:
     moved: int
     remaining: int
     dry_run: bool
+    cancelled: bool = False
+
+
+def cancel_redrive(topic: PersistentTopic) -> bool:
+    """Ask the redrive running on `topic` to stop; False when none runs."""
+    stop = _running.get(str(topic.name))
+    if stop is None:
+        return False
+    stop.set()
+    return True
+
+
+def check_dead_letter_topic(topic: PersistentTopic) -> None:
+    """Raise NotDeadLetterTopic for a topic that holds messages and is not a
+    dead letter topic (an empty topic has nothing to move and passes)."""
+    if is_dead_letter_topic(topic) or next(live_dead_letters(topic), None) is None:
+        return
+    raise NotDeadLetterTopic(
+        f"{topic.name} is not a dead letter topic (its name does not end in -DLQ and its "
+        "messages carry no DEAD_LETTER_REASON); redrive and purge only work on dead letter topics"
+    )
+
+
+def _check_targets(topic: PersistentTopic, req: RedriveRequest) -> None:
+    """Every target is another persistent topic in a namespace that exists."""
+    service = topic.service
+    names = {req.target} if req.target is not None else {
+        _target_of(dl, req) for dl in _matching(topic, req.filter, req)}
+    for name in sorted(str(n) for n in names if n is not None):
+        target = TopicName.parse(name)
+        if target == topic.name:
+            raise NotAllowed(f"cannot redrive {topic.name} into itself")
+        if not target.persistent:
+            raise NotAllowed(f"redrive target {target} must be a persistent topic")
+        ns = target.namespace_name
+        if service.namespace_policies.document(ns) is None and not service.list_topics(ns):
+            raise TopicNotFound(f"redrive target {target}: namespace {ns} does not exist")
 
 
 def _lock(topic: PersistentTopic) -> asyncio.Lock:
@@ -134,60 +189,89 @@ def _handled_cursor(topic: PersistentTopic) -> ManagedCursor:
 
 
 async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
+    key = str(topic.name)
+    if key in _running:
+        raise RedriveRunning(f"a redrive of {topic.name} is already running; cancel it first")
+    stop = _running[key] = asyncio.Event()
+    try:
+        async with _lock(topic):
+            check_dead_letter_topic(topic)
+            if req.dry_run:
+                matched = _count_redrivable(topic, req)
+                return RedriveResult(matched, 0, matched, True)
+            _check_targets(topic, req)
+        moved = await _move_chunks(topic, req, stop)
+        async with _lock(topic):
+            remaining = _count_redrivable(topic, req)
+        return RedriveResult(moved + remaining, moved, remaining, False, stop.is_set())
+    finally:
+        del _running[key]
+
+
+async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event) -> int:
+    """Move matching messages chunk by chunk until done, the budget is spent or
+    `stop` is set; the lock is held per chunk, never across a rate pause."""
+    budget = req.max_messages
+    rate = min(max(req.rate_per_second, MIN_RATE), MAX_RATE) if req.rate_per_second else None
+    chunk_size = CHUNK if not rate else max(1, min(CHUNK, int(rate)))
+    moved, started, resume = 0, time.monotonic(), 0
+    while (budget is None or moved < budget) and not stop.is_set():
+        size = chunk_size if budget is None else min(chunk_size, budget - moved)
+        async with _lock(topic):
+            count, resume = await _move_one_chunk(topic, req, size, resume)
+        if not count:
+            break
+        moved += count
+        if rate:
+            ahead = moved / rate - (time.monotonic() - started)
+            if ahead > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), ahead)
+    return moved
+
+
+async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int,
+                          resume: int) -> tuple[int, int]:
+    """Append up to `size` matching messages from entry `resume` on to their
+    targets and mark them handled, in one transaction: (count, next resume)."""
     from letterbox.broker.topic import PersistentTopic
 
     service = topic.service
-    async with _lock(topic):
-        if req.dry_run:
-            matched = _count_redrivable(topic, req)
-            return RedriveResult(matched, 0, matched, True)
-        cursor = _handled_cursor(topic)
-        producer_name = f"{topic.name}-letterbox-redrive"
-        budget = req.max_messages
-        rate = req.rate_per_second
-        chunk_size = CHUNK if not rate else max(1, min(CHUNK, int(rate)))
-        moved, started, resume = 0, time.monotonic(), 0
-        while budget is None or moved < budget:
-            size = chunk_size if budget is None else min(chunk_size, budget - moved)
-            chunk: list[DeadLetter] = []
-            for dl in _matching(topic, req.filter, req, resume):
-                chunk.append(dl)
-                if len(chunk) >= size:
-                    break
-            if not chunk:
-                break
-            resume = chunk[-1].entry_id
-            targets: dict[str, PersistentTopic] = {}
-            for dl in chunk:
-                name = _target_of(dl, req)
-                assert name is not None
-                if str(name) not in targets:
-                    if name == topic.name:
-                        raise NotAllowed(f"cannot redrive {topic.name} into itself")
-                    target = service.get_topic(name, create=True)
-                    if not isinstance(target, PersistentTopic):
-                        raise NotAllowed(f"redrive target {name} must be a persistent topic")
-                    targets[str(name)] = target
-            now = int(time.time() * 1000)
-            ops: list[WriteOp] = []
-            for dl in chunk:
-                target = targets[str(_target_of(dl, req))]
-                data = redriven_entry(dl, producer_name, target.ledger.next_entry_id, now)
-                ops.append(target.ledger._prepare_append(data, 1, now))
-            _mark_handled(cursor, chunk)
-            ops.append(cursor.commit_op())
-            await service.store.transaction(ops)
-            moved += len(chunk)
-            if rate:
-                ahead = moved / rate - (time.monotonic() - started)
-                if ahead > 0:
-                    await asyncio.sleep(ahead)
-        remaining = _count_redrivable(topic, req)
-        return RedriveResult(moved + remaining, moved, remaining, False)
+    chunk: list[DeadLetter] = []
+    for dl in _matching(topic, req.filter, req, resume):
+        chunk.append(dl)
+        if len(chunk) >= size:
+            break
+    if not chunk:
+        return 0, resume
+    targets: dict[str, PersistentTopic] = {}
+    for dl in chunk:
+        name = _target_of(dl, req)
+        assert name is not None
+        if str(name) not in targets:
+            if name == topic.name:
+                raise NotAllowed(f"cannot redrive {topic.name} into itself")
+            target = service.get_topic(name, create=True)
+            if not isinstance(target, PersistentTopic):
+                raise NotAllowed(f"redrive target {name} must be a persistent topic")
+            targets[str(name)] = target
+    cursor = _handled_cursor(topic)
+    producer_name = f"{topic.name}-letterbox-redrive"
+    now = int(time.time() * 1000)
+    ops: list[WriteOp] = []
+    for dl in chunk:
+        target = targets[str(_target_of(dl, req))]
+        data = redriven_entry(dl, producer_name, target.ledger.next_entry_id, now)
+        ops.append(target.ledger._prepare_append(data, 1, now))
+    _mark_handled(cursor, chunk)
+    ops.append(cursor.commit_op())
+    await service.store.transaction(ops)
+    return len(chunk), chunk[-1].entry_id
 
 
 async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
     async with _lock(topic):
+        check_dead_letter_topic(topic)
         chunk = list(_matching(topic, flt, None))
         if dry_run or not chunk:
             return len(chunk)
