@@ -49,6 +49,23 @@ class BrokerConfig:
     authorization_enabled: bool = False
     super_user_roles: list[str] = field(default_factory=list)
     anonymous_user_role: str = ""
+    # --- limits (Pulsar's names; 0 = unlimited where Pulsar says so) -----
+    broker_max_connections: int = 0  # brokerMaxConnections
+    broker_max_connections_per_ip: int = 0  # brokerMaxConnectionsPerIp
+    max_pending_publish_requests_per_connection: int = 1000  # maxPendingPublishRequestsPerConnection
+    # bytes of one connection's SENDs not yet receipted plus its unfinished frame
+    # before reading pauses (letterbox; never less than one max-size frame)
+    max_pending_bytes_per_connection: int = 16 * 1024 * 1024
+    # the same over all connections (maxMessagePublishBufferSizeInMB; -1: no limit)
+    max_message_publish_buffer_size_in_mb: int = 256
+    # a started frame must be complete within this time, and CONNECT must
+    # arrive this long after the TCP accept (letterbox; Pulsar has no equivalent)
+    frame_timeout_seconds: float = 30.0
+    connect_timeout_seconds: float = 10.0
+    max_topics_per_namespace: int = 0  # maxTopicsPerNamespace
+    max_subscriptions_per_topic: int = 0  # maxSubscriptionsPerTopic
+    max_unacked_messages_per_consumer: int = 50_000  # maxUnackedMessagesPerConsumer
+    max_unacked_messages_per_subscription: int = 200_000  # maxUnackedMessagesPerSubscription
 
     def validate(self) -> BrokerConfig:
         if not 0 <= self.port <= 65535:
@@ -76,7 +93,31 @@ class BrokerConfig:
             )
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
+        self._validate_limits()
         return self
+
+    def _validate_limits(self) -> None:
+        for name in (
+            "broker_max_connections", "broker_max_connections_per_ip",
+            "max_pending_publish_requests_per_connection", "max_topics_per_namespace",
+            "max_subscriptions_per_topic", "max_unacked_messages_per_consumer",
+            "max_unacked_messages_per_subscription",
+        ):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0 (0: unlimited), got {getattr(self, name)}")
+        if self.max_pending_bytes_per_connection < 1:
+            raise ConfigError(
+                f"max_pending_bytes_per_connection must be >= 1, got {self.max_pending_bytes_per_connection}"
+            )
+        if self.max_message_publish_buffer_size_in_mb < -1 or self.max_message_publish_buffer_size_in_mb == 0:
+            raise ConfigError(
+                "max_message_publish_buffer_size_in_mb must be -1 (no limit) or a number of MB, "
+                f"got {self.max_message_publish_buffer_size_in_mb}"
+            )
+        for name in ("frame_timeout_seconds", "connect_timeout_seconds"):
+            value = getattr(self, name)
+            if not 0 < value <= 3600:
+                raise ConfigError(f"{name} must be between 0 and 3600 seconds, got {value}")
 
     @classmethod
     def load(
@@ -140,6 +181,13 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             if isinstance(value, bool) or not isinstance(value, int | str):
                 raise ValueError(value)
             return int(value)
+        if isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError(value)
+            number = float(value)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(value)
+            return number
         return str(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {name} has an invalid value {value!r}") from None

@@ -4,8 +4,13 @@
 # the metadata in X-Pulsar-* headers with Pulsar's names and formats
 # (times as ISO-8601 with milliseconds, X-Pulsar-Message-ID "ledger:entry",
 # binary fields base64 under X-Pulsar-Base64-*).
+# A stored payload that cannot be opened (bad compression, expanding beyond its
+# declared size or max_message_size) is answered as stored, with
+# X-Letterbox-Payload-Error saying why: decompression is bounded by the limit,
+# runs in a worker thread above OFF_LOOP_BYTES, and never turns into a 500.
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -13,9 +18,13 @@ from typing import Any
 
 from aiohttp import web
 
-from letterbox.protocol import parse_headers_and_payload, pb
-from letterbox.protocol.compression import decompress
+from letterbox.protocol import MalformedFrame, parse_headers_and_payload, pb
+from letterbox.protocol.compression import CompressionError, declared_size, decompress
+from letterbox.protocol.message_check import needs_expanding, opaque
 from letterbox.storage.entry import Entry
+
+OFF_LOOP_BYTES = 256 * 1024
+PAYLOAD_ERROR = "X-Letterbox-Payload-Error"
 
 
 def format_time(ms: int) -> str:
@@ -62,8 +71,15 @@ def _set_fields(meta: pb.MessageMetadata, present: set[str], fields: Fields) -> 
     return [(header, fmt(getattr(meta, name))) for name, header, fmt in fields if name in present]
 
 
-def message_response(entry: Entry) -> web.Response:
-    parsed = parse_headers_and_payload(entry.data)
+async def message_response(entry: Entry, limit: int) -> web.Response:
+    """The admin API's answer for one stored message; payloads expand to at most `limit` bytes."""
+    try:
+        parsed = parse_headers_and_payload(entry.data)
+    except MalformedFrame as exc:
+        resp = web.Response(body=entry.data, content_type="application/octet-stream")
+        resp.headers.add("X-Pulsar-Message-ID", f"{entry.position.ledger_id}:{entry.position.entry_id}")
+        resp.headers.add(PAYLOAD_ERROR, f"cannot parse the stored message: {exc}")
+        return resp
     meta = parsed.metadata
     present = {fd.name for fd, _ in meta.ListFields()}
     h: list[tuple[str, str]] = [("X-Pulsar-Message-ID", f"{entry.position.ledger_id}:{entry.position.entry_id}")]
@@ -82,8 +98,23 @@ def message_response(entry: Entry) -> web.Response:
     h += _set_fields(meta, present, _FIELDS)
     for cluster in meta.replicate_to:
         h.append(("X-Pulsar-replicated-to", cluster))
-    body = decompress(meta.compression, bytes(parsed.payload), meta.uncompressed_size)
+    body, error = await _payload(meta, bytes(parsed.payload), limit)
+    if error is not None:
+        h.append((PAYLOAD_ERROR, error))
     resp = web.Response(body=body, content_type="application/octet-stream")
     for key, value in h:
         resp.headers.add(key, value)
     return resp
+
+
+async def _payload(meta: pb.MessageMetadata, stored: bytes, limit: int) -> tuple[bytes, str | None]:
+    """The payload to answer with, and why it is the stored bytes rather than the expanded ones."""
+    if opaque(meta):
+        return stored, None
+    args = (meta.compression, stored, declared_size(meta), limit)
+    try:
+        if needs_expanding(meta) > OFF_LOOP_BYTES:
+            return await asyncio.to_thread(decompress, *args), None
+        return decompress(*args), None
+    except CompressionError as exc:
+        return stored, f"payload left as stored: {exc}"

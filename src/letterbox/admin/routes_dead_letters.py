@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
+# payload bytes one listing answers with; later messages are listed without theirs
+MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "dryRun")
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond")
 
@@ -59,20 +61,29 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
 
 
-def message_json(dl: DeadLetter) -> dict[str, Any]:
-    try:
-        text: str | None = dl.payload.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return {
+def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
+    """One dead letter as JSON; `error` is set when its stored payload could not be
+    opened (the payload is then the stored bytes) or was left out of the answer."""
+    text: str | None = None
+    if with_payload:
+        try:
+            text = dl.payload.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    out: dict[str, Any] = {
         "messageId": dl.message_id,
         "key": dl.key,
         "properties": dl.properties,
         "publishTime": dl.publish_time,
         "eventTime": dl.event_time or None,
-        "payloadBase64": base64.b64encode(dl.payload).decode(),
+        "payloadBase64": base64.b64encode(dl.payload).decode() if with_payload else None,
         "payloadText": text,
     }
+    if dl.error is not None:
+        out["error"] = dl.error
+    elif not with_payload:
+        out["error"] = f"payload left out: the answer already holds {MAX_PAYLOAD_BYTES} bytes of payloads"
+    return out
 
 
 def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter, bool, dict[str, Any]]:
@@ -131,9 +142,12 @@ class DeadLetterRoutes:
         flt = DeadLetterFilter(reason=request.query.get("reason"))
         topic = self._dlq(request)
         out = []
+        budget = MAX_PAYLOAD_BYTES
         for dl in live_dead_letters(topic):
             if flt.matches(dl):
-                out.append(message_json(dl))
+                fits = len(dl.payload) <= budget
+                budget -= len(dl.payload) if fits else 0
+                out.append(message_json(dl, with_payload=fits))
                 if len(out) >= limit:
                     break
         return web.json_response(out)

@@ -38,7 +38,7 @@ class MessageRoutes:
         entry = ops.peek_nth(sub, n)
         if entry is None:
             raise AdminError(404, f"Message not found: subscription {sub.name} has fewer than {n} messages")
-        return message_response(entry)
+        return await message_response(entry, self.admin.service.config.max_message_size)
 
     async def by_id(self, request: web.Request) -> web.Response:
         ledger_id = path_int(request, "ledgerId", "ledgerId", minimum=0)
@@ -47,7 +47,7 @@ class MessageRoutes:
         entry = topic.ledger.read_entry(entry_id) if ledger_id == topic.ledger.ledger_id else None
         if entry is None:
             raise AdminError(404, f"Message not found: {ledger_id}:{entry_id} is not stored on {topic.name}")
-        return message_response(entry)
+        return await message_response(entry, self.admin.service.config.max_message_size)
 
     async def examine(self, request: web.Request) -> web.Response:
         initial = request.query.get("initialPosition", "latest")
@@ -63,4 +63,4 @@ class MessageRoutes:
         entry = ledger.read_entry(eid) if first <= eid <= last else None
         if entry is None:
             raise AdminError(404, f"Message not found: topic {topic.name} has {last - first + 1} entries")
-        return message_response(entry)
+        return await message_response(entry, self.admin.service.config.max_message_size)

@@ -2,12 +2,17 @@
 # connection. It owns its flow permits and its pending-ack map (entry id ->
 # messages in that entry, as dispatched). Invariant: an entry id is in
 # `pending` of at most one consumer of a subscription, and an entry is added
-# to `pending` before its MESSAGE frame is written.
+# to `pending` before its MESSAGE frame is written. Permits never go negative:
+# a batch larger than the permits left is sent whole (as Pulsar does) and the
+# difference is owed, paid from the next FLOW; a FLOW adds at most up to
+# MAX_PERMITS. A Shared/Key_Shared consumer over its unacked limit is not
+# `available` (unacked_limits.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from letterbox.broker.unacked_limits import PendingAcks, on_pending_change
 from letterbox.protocol import commands
 
 if TYPE_CHECKING:
@@ -16,6 +21,7 @@ if TYPE_CHECKING:
     from letterbox.storage.entry import Entry
 
 SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
+MAX_PERMITS = (1 << 31) - 1  # a Java int, as Pulsar counts them
 
 
 @dataclass(eq=False)
@@ -29,22 +35,44 @@ class Consumer:
     metadata: dict[str, str] = field(default_factory=dict)
     partition_index: int = -1
     permits: int = 0
-    pending: dict[int, int] = field(default_factory=dict)
+    # messages sent beyond the permits granted (a batch bigger than what was left)
+    permits_owed: int = 0
+    pending: PendingAcks = field(init=False)
     subscription: Subscription | None = None
     # Key_Shared: entries at or after this id wait until everything before it
     # is acknowledged (keeps per-key order when ranges move to a new consumer)
     ks_fence: int | None = None
     msg_out: int = 0
     closed: bool = False
+    # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer
+    blocked_on_unacked: bool = False
+
+    def __post_init__(self) -> None:
+        self.pending = PendingAcks(lambda delta: on_pending_change(self, delta))
 
     @property
     def available(self) -> bool:
-        return self.permits > 0 and not self.closed and self.cnx.writable
+        if self.permits <= 0 or self.closed or not self.cnx.writable or self.blocked_on_unacked:
+            return False
+        sub = self.subscription
+        return sub is None or not sub.blocked_on_unacked
+
+    def add_permits(self, permits: int) -> None:
+        """A FLOW: pay what is owed first, never beyond MAX_PERMITS, never below 0."""
+        permits = max(0, permits)
+        paid = min(permits, self.permits_owed)
+        self.permits_owed -= paid
+        self.permits = min(MAX_PERMITS, self.permits + permits - paid)
+
+    def take_permits(self, messages: int) -> None:
+        taken = min(self.permits, messages)
+        self.permits -= taken
+        self.permits_owed = min(MAX_PERMITS, self.permits_owed + messages - taken)
 
     def send_entry(self, entry: Entry, redelivery_count: int, ack_set: list[int] | None) -> None:
         pos = entry.position
         self.pending[pos.entry_id] = entry.num_messages
-        self.permits -= entry.num_messages
+        self.take_permits(entry.num_messages)
         self.msg_out += entry.num_messages
         self.cnx.write(
             commands.message(
@@ -60,7 +88,7 @@ class Consumer:
 
     def send_raw(self, ledger_id: int, entry_id: int, num_messages: int, data: bytes) -> None:
         """Non-persistent delivery: no pending-ack bookkeeping."""
-        self.permits -= num_messages
+        self.take_permits(num_messages)
         self.msg_out += num_messages
         self.cnx.write(
             commands.message(self.consumer_id, ledger_id, entry_id, self.partition_index, 0, None, data)

@@ -105,7 +105,7 @@ async def move_to_dead_letter(
                                    last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
         prepared = prepare_moved_append(
             entry, source.name, target.ledger, extra=extra, skip_indexes=cursor.acked_indexes(eid),
-            producer_name=producer_name, now=now,
+            producer_name=producer_name, now=now, limit=source.service.config.max_message_size,
         )
         moved_ids.append(eid)
         if prepared is None:

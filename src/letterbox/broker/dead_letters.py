@@ -7,6 +7,10 @@
 # a redrive's appends. The DLQ's own subscriptions are not touched.
 # A topic counts as a dead letter topic when its name ends in -DLQ or its
 # first live message carries DEAD_LETTER_REASON.
+# An entry that cannot be opened (bad compression, a payload expanding beyond
+# its declared size or max_message_size, a malformed batch) is one DeadLetter
+# with its stored payload as is and `error` saying why: one bad message never
+# fails a listing, and decompression never allocates more than the limit.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -19,8 +23,14 @@ from letterbox.message_properties import (
     REAL_TOPIC,
     origin_message_id,
 )
-from letterbox.protocol import iter_single_messages, parse_headers_and_payload, pb
-from letterbox.protocol.compression import decompress
+from letterbox.protocol import MalformedFrame, iter_single_messages, parse_headers_and_payload, pb
+from letterbox.protocol.compression import (
+    DEFAULT_LIMIT,
+    CompressionError,
+    declared_size,
+    decompress,
+)
+from letterbox.protocol.message_check import opaque
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
@@ -47,6 +57,8 @@ class DeadLetter:
     ordering_key: bytes | None = None
     null_value: bool = False
     schema_version: bytes | None = None
+    # why the stored message could not be opened (payload is then the stored bytes)
+    error: str | None = None
 
     @property
     def reason(self) -> str:
@@ -90,11 +102,24 @@ def handled_subscription(topic: PersistentTopic, create: bool) -> Subscription |
     return sub
 
 
-def entry_messages(entry: Entry, partition: int, skip: frozenset[int] = frozenset()) -> list[DeadLetter]:
-    parsed = parse_headers_and_payload(entry.data)
+def entry_messages(
+    entry: Entry, partition: int, skip: frozenset[int] = frozenset(), limit: int = DEFAULT_LIMIT
+) -> list[DeadLetter]:
+    try:
+        parsed = parse_headers_and_payload(entry.data)
+    except MalformedFrame as exc:
+        return [_unreadable(entry, partition, pb.MessageMetadata(), entry.data, f"malformed entry: {exc}")]
     meta = parsed.metadata
+    try:
+        return _open_entry(entry, partition, skip, limit, meta, bytes(parsed.payload))
+    except (CompressionError, MalformedFrame) as exc:
+        return [_unreadable(entry, partition, meta, bytes(parsed.payload), str(exc))]
+
+
+def _open_entry(entry: Entry, partition: int, skip: frozenset[int], limit: int,
+                meta: pb.MessageMetadata, stored: bytes) -> list[DeadLetter]:
     pos = entry.position
-    payload = decompress(meta.compression, bytes(parsed.payload), meta.uncompressed_size)
+    payload = stored if opaque(meta) else decompress(meta.compression, stored, declared_size(meta), limit)
     schema = meta.schema_version if meta.HasField("schema_version") else None
     if not meta.HasField("num_messages_in_batch"):
         return [DeadLetter(
@@ -109,11 +134,22 @@ def entry_messages(entry: Entry, partition: int, skip: frozenset[int] = frozense
         )]
     out: list[DeadLetter] = []
     size = meta.num_messages_in_batch
-    for index, (single, body) in enumerate(iter_single_messages(payload, size)):
+    for index, (single, body) in enumerate(list(iter_single_messages(payload, size))):
         if index in skip:
             continue
         out.append(_single(pos.ledger_id, pos.entry_id, partition, index, size, meta, single, body, schema))
     return out
+
+
+def _unreadable(entry: Entry, partition: int, meta: pb.MessageMetadata, stored: bytes, error: str) -> DeadLetter:
+    pos = entry.position
+    return DeadLetter(
+        entry_id=pos.entry_id, batch_index=-1, batch_size=0,
+        message_id=origin_message_id(pos.ledger_id, pos.entry_id, partition, -1),
+        properties={kv.key: kv.value for kv in meta.properties},
+        publish_time=meta.publish_time, event_time=meta.event_time, payload=stored,
+        error=f"cannot open stored message: {error}",
+    )
 
 
 def _single(ledger_id: int, entry_id: int, partition: int, index: int, size: int, meta: pb.MessageMetadata,
@@ -138,6 +174,7 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
     cursor = sub.cursor if sub is not None else None
     ledger = topic.ledger
     partition = topic.name.partition_index
+    limit = topic.service.config.max_message_size
     eid = max(start_entry, ledger.first_position.entry_id)
     if cursor is not None:
         eid = max(eid, cursor.mark_delete.entry_id + 1)
@@ -150,7 +187,7 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
             if cursor is not None and cursor.is_acked(e):
                 continue
             skip = cursor.acked_indexes(e) if cursor is not None else frozenset()
-            yield from entry_messages(entry, partition, skip)
+            yield from entry_messages(entry, partition, skip, limit)
         eid = entries[-1].position.entry_id + 1
 
 

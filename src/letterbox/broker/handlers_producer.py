@@ -2,6 +2,10 @@
 # SEND_RECEIPTs leave in send order and only after the entry is durable: a
 # producer's receipts hang off one chain of futures, so a duplicate answered
 # from memory never overtakes an append still waiting for its fsync.
+# Every SEND is checked before it is stored (protocol/message_check.py: counts
+# against the payload, sizes against max_message_size); a payload that must be
+# decompressed past OFF_LOOP_BYTES is checked in a worker thread, and the
+# producer's later SENDs queue behind it so entries keep their send order.
 from __future__ import annotations
 
 import asyncio
@@ -12,6 +16,7 @@ from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, parse_headers_and_payload, pb
+from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -22,6 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("letterbox.producer")
 T = pb.BaseCommand
 U64 = (1 << 64) - 1
+# payloads that expand to more than this are checked off the event loop
+OFF_LOOP_BYTES = 256 * 1024
 
 
 def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
@@ -78,7 +85,7 @@ def _success(cnx: ServerCnx, rid: int, p: Producer, ready: bool = True) -> bytes
 
 def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.send
-    pid, seq = c.producer_id, c.sequence_id
+    pid = c.producer_id
     producer = cnx.producers.get(pid)
     if producer is None:
         raise NotAllowed(f"no producer with id {pid} on this connection; create the producer first")
@@ -97,7 +104,50 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     if len(parsed.payload) > max_size:
         raise NotAllowed(f"message of {len(parsed.payload)} bytes exceeds the maximum of {max_size} bytes")
     meta = parsed.metadata
-    num = c.num_messages if c.HasField("num_messages") else max(1, meta.num_messages_in_batch or 1)
+    declared = c.num_messages if c.HasField("num_messages") else None
+    if producer.checking is None and needs_expanding(meta) <= OFF_LOOP_BYTES:
+        try:
+            num = check_message(declared, meta, parsed.payload, max_size)
+        except InvalidMessage as exc:
+            raise NotAllowed(f"message refused: {exc}") from None
+        _publish(cnx, producer, c, hp, num, meta.publish_time)
+        return
+    task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, parsed.payload, meta))
+    producer.checking = task
+    cnx.service.track(task)
+
+
+async def _check_off_loop(
+    cnx: ServerCnx,
+    producer: Producer,
+    before: asyncio.Future[None] | None,
+    frame: Frame,
+    payload: bytes,
+    meta: pb.MessageMetadata,
+) -> None:
+    """Check a SEND in a worker thread (after the producer's earlier checks), then publish it."""
+    c = frame.command.send
+    try:
+        if before is not None:
+            await asyncio.wait([before])
+        declared = c.num_messages if c.HasField("num_messages") else None
+        max_size = cnx.service.config.max_message_size
+        try:
+            num = await asyncio.to_thread(check_message, declared, meta, payload, max_size)
+        except InvalidMessage as exc:
+            cnx.write(commands.send_error(c.producer_id, c.sequence_id, ServerError.NotAllowedError,
+                                          f"message refused: {exc}"))
+            return
+        if not cnx.closed and cnx.producers.get(c.producer_id) is producer:
+            assert frame.headers_and_payload is not None
+            _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time)
+    finally:
+        if producer.checking is asyncio.current_task():
+            producer.checking = None
+
+
+def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, num: int, publish_time: int) -> None:
+    pid, seq = c.producer_id, c.sequence_id
     highest = c.highest_sequence_id if c.HasField("highest_sequence_id") else None
     top = highest if highest is not None and highest > seq else seq
     topic = producer.topic
@@ -112,7 +162,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         _chain(cnx, producer, None, seq, highest)
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
-    fut = topic.publish(producer, hp, num, meta.publish_time, top)
+    fut = topic.publish(producer, hp, num, publish_time, top)
     _chain(cnx, producer, fut, seq, highest)
 
 

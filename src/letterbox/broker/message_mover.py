@@ -95,6 +95,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
         entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
         producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
         deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
+        limit=source.service.config.max_message_size,
     )
     if prepared is None:  # cannot happen: the one message asked for is kept
         raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")

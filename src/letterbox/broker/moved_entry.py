@@ -22,7 +22,7 @@ from letterbox.message_properties import (
 )
 from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
 from letterbox.protocol.batch import build_batch_payload, iter_single_messages
-from letterbox.protocol.compression import NONE, decompress
+from letterbox.protocol.compression import DEFAULT_LIMIT, NONE, declared_size, decompress
 
 if TYPE_CHECKING:
     from letterbox.storage.entry import Entry
@@ -41,6 +41,7 @@ def prepare_moved_append(
     producer_name: str,
     now: int,
     deliver_at: int | None = None,
+    limit: int = DEFAULT_LIMIT,
 ) -> tuple[AppendOp, int] | None:
     """The append of `entry` (of topic `source`) to `target` as a moved message, for a
     multi-op transaction, and its message count; None if no message is left to move.
@@ -57,6 +58,7 @@ def prepare_moved_append(
         sequence_id=target.next_entry_id,
         publish_time=now,
         deliver_at=deliver_at,
+        limit=limit,
     )
     if built is None:
         return None
@@ -77,6 +79,7 @@ def build_moved_entry(
     publish_time: int,
     keep_if_present: Mapping[str, str] | None = None,
     deliver_at: int | None = None,
+    limit: int = DEFAULT_LIMIT,
 ) -> tuple[bytes, int] | None:
     """Return (headers_and_payload, message count) for the target topic, or None if
     nothing is left. `keep_if_present` are set only where the message has no value."""
@@ -107,7 +110,7 @@ def build_moved_entry(
         stamp(meta.properties, -1)
         return build_headers_and_payload(meta, bytes(parsed.payload)), 1
 
-    raw = decompress(meta.compression, bytes(parsed.payload), meta.uncompressed_size)
+    raw = decompress(meta.compression, bytes(parsed.payload), declared_size(meta), limit)
     kept: list[tuple[pb.SingleMessageMetadata, bytes]] = []
     for index, (single, body) in enumerate(iter_single_messages(raw, meta.num_messages_in_batch)):
         if index in skip_indexes:

@@ -26,6 +26,9 @@ class Producer:
     user_provided_name: bool = False
     highest_sequence_pushed: int = -1
     last_receipt: asyncio.Future[object] | None = None
+    # a SEND whose payload is being checked off the event loop: later SENDs of
+    # this producer wait behind it so entries are stored in send order
+    checking: asyncio.Future[None] | None = None
     msg_in: int = 0
     bytes_in: int = 0
     metadata: dict[str, str] = field(default_factory=dict)

@@ -137,9 +137,10 @@ def _target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
 
 def _matching(topic: PersistentTopic, flt: DeadLetterFilter, redrive: RedriveRequest | None,
               start: int = 0) -> Iterator[DeadLetter]:
-    """Live dead letters matching `flt`; for a redrive, only those with a target."""
+    """Live dead letters matching `flt`; for a redrive, only those with a target and a
+    payload that could be opened (an unreadable one stays in the DLQ, listed with its error)."""
     for dl in live_dead_letters(topic, start):
-        if flt.matches(dl) and (redrive is None or _target_of(dl, redrive) is not None):
+        if flt.matches(dl) and (redrive is None or (dl.error is None and _target_of(dl, redrive) is not None)):
             yield dl
 
 

@@ -87,6 +87,8 @@ class Subscription:
         self._delay_timer_at = 0
         # first/last delivery time of unacked entries, kept while a policy is set
         self._deliveries: dict[int, tuple[int, int]] = {}
+        # Pulsar's blockedSubscriptionOnUnackedMsgs (set by broker/unacked_limits.py)
+        self.blocked_on_unacked = False
 
     @property
     def policy(self) -> SubscriptionPolicy:
@@ -159,7 +161,7 @@ class Subscription:
 
     # --- flow, ack, redeliver ----------------------------------------------
     def flow(self, consumer: Consumer, permits: int) -> None:
-        consumer.permits += permits
+        consumer.add_permits(permits)
         self.schedule_dispatch()
 
     def ack_individual(self, consumer: Consumer, items: list[tuple[int, list[int] | None]]) -> None:

@@ -260,4 +260,4 @@ class NonPersistentSubscription:
             d.notify_active()
 
     def flow(self, consumer: Consumer, permits: int) -> None:
-        consumer.permits += permits
+        consumer.add_permits(permits)

@@ -55,3 +55,30 @@ def build_batch_payload(messages: Iterable[tuple[pb.SingleMessageMetadata, bytes
         parts.append(meta_bytes)
         parts.append(data)
     return b"".join(parts)
+
+
+def count_batch_entries(payload: bytes, claimed: int) -> None:
+    """Check that `payload` holds exactly `claimed` messages and nothing after
+    them, without copying any message body. Raises MalformedFrame saying what
+    the payload really holds."""
+    view = memoryview(payload)
+    n = len(view)
+    pos = 0
+    meta = pb.SingleMessageMetadata()
+    for index in range(claimed):
+        if n - pos < 4:
+            raise MalformedFrame(f"the batch holds {index} messages, not {claimed}")
+        size = _U32.unpack_from(view, pos)[0]
+        pos += 4
+        if size > n - pos:
+            raise MalformedFrame(f"batch message {index}: metadata size {size} overruns the payload")
+        try:
+            meta.ParseFromString(view[pos : pos + size])  # type: ignore[arg-type]  # upb reads buffers
+        except DecodeError as exc:
+            raise MalformedFrame(f"batch message {index}: bad metadata: {exc}") from exc
+        pos += size
+        if meta.payload_size < 0 or meta.payload_size > n - pos:
+            raise MalformedFrame(f"batch message {index}: payload size {meta.payload_size} overruns the payload")
+        pos += meta.payload_size
+    if pos != n:
+        raise MalformedFrame(f"the batch holds more than {claimed} messages ({n - pos} bytes follow message {claimed - 1})")

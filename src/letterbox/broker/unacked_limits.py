@@ -1,0 +1,94 @@
+# Limits on unacknowledged messages (Pulsar's maxUnackedMessagesPerConsumer and
+# maxUnackedMessagesPerSubscription), applied as Pulsar applies them: to
+# Shared and Key_Shared subscriptions only. A consumer holding `limit`
+# unacked messages is blocked (no more dispatch to it, its stats say
+# blockedConsumerOnUnackedMsgs) until acks bring it down to half the limit; a
+# subscription whose consumers together hold its limit stops dispatching to
+# all of them until the total is down to half.
+#
+# PendingAcks is a consumer's pending-ack map (entry id -> messages in that
+# entry) keeping a running total, so checking a limit costs O(1) per consumer
+# and the subscription code that fills and drains the map is unchanged.
+# Invariant: `total` is the sum of the values; every change goes through the
+# owner's `on_change(delta)`.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+
+SHARED, KEY_SHARED = 1, 3
+_MISSING = object()
+
+
+class PendingAcks(dict[int, int]):
+    __slots__ = ("_on_change", "total")
+
+    def __init__(self, on_change: Callable[[int], None]) -> None:
+        super().__init__()
+        self.total = 0
+        self._on_change = on_change
+
+    def __setitem__(self, key: int, value: int) -> None:
+        delta = value - super().get(key, 0)
+        super().__setitem__(key, value)
+        self._changed(delta)
+
+    def __delitem__(self, key: int) -> None:
+        value = super().pop(key)
+        self._changed(-value)
+
+    def pop(self, key: int, default: object = _MISSING) -> object:  # type: ignore[override]
+        if key in self:
+            value = super().pop(key)
+            self._changed(-value)
+            return value
+        if default is _MISSING:
+            raise KeyError(key)
+        return default
+
+    def clear(self) -> None:
+        total = self.total
+        super().clear()
+        self._changed(-total)
+
+    def _changed(self, delta: int) -> None:
+        if delta:
+            self.total += delta
+            self._on_change(delta)
+
+
+def limited(consumer: Consumer) -> bool:
+    return consumer.sub_type in (SHARED, KEY_SHARED)
+
+
+def on_pending_change(consumer: Consumer, delta: int) -> None:
+    """Block or unblock a consumer (and its subscription) after its unacked count moved."""
+    sub = consumer.subscription
+    if sub is None or not limited(consumer):
+        return
+    cfg = consumer.cnx.service.config
+    per_consumer = cfg.max_unacked_messages_per_consumer
+    per_sub = cfg.max_unacked_messages_per_subscription
+    if delta > 0:
+        if per_consumer > 0 and consumer.pending.total >= per_consumer:
+            consumer.blocked_on_unacked = True
+        if per_sub > 0 and not sub.blocked_on_unacked and subscription_unacked(consumer) >= per_sub:
+            sub.blocked_on_unacked = True
+        return
+    resumed = False
+    if consumer.blocked_on_unacked and consumer.pending.total <= per_consumer // 2:
+        consumer.blocked_on_unacked = False
+        resumed = True
+    if sub.blocked_on_unacked and subscription_unacked(consumer) <= per_sub // 2:
+        sub.blocked_on_unacked = False
+        resumed = True
+    if resumed:
+        sub.schedule_dispatch()
+
+
+def subscription_unacked(consumer: Consumer) -> int:
+    sub = consumer.subscription
+    return sum(c.pending.total for c in sub.consumers) if sub is not None else 0
