@@ -25,6 +25,7 @@ from letterbox.broker.topic import (
 )
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authorization import AuthorizationService
+from letterbox.storage.data_dir_lock import DataDirLock
 from letterbox.storage.store import Store
 from letterbox.topic_name import TopicName
 
@@ -53,6 +54,7 @@ class BrokerService:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.version = __version__
+        self.data_dir_lock = DataDirLock(config.data_dir)
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats()
@@ -74,7 +76,18 @@ class BrokerService:
 
     # --- lifecycle -------------------------------------------------------
     async def start(self) -> None:
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        # one broker per data directory: refuse at once if another holds it
+        self.data_dir_lock.acquire()
+        try:
+            await self._start_locked()
+        except BaseException:
+            if self._server is not None:
+                self._server.close()
+            await self.store.close()
+            self.data_dir_lock.release()
+            raise
+
+    async def _start_locked(self) -> None:
         await self.store.start()
         from letterbox.broker.server_cnx import ServerCnx
 
@@ -84,6 +97,7 @@ class BrokerService:
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
+        self.data_dir_lock.set_address(f"pulsar://{self.config.bind}:{self.port}")
         # retention by time (broker default or a namespace policy) runs on a clock
         self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
@@ -116,6 +130,7 @@ class BrokerService:
         if self._server is not None:
             await self._server.wait_closed()
         await self.store.close()
+        self.data_dir_lock.release()
 
     # --- naming ----------------------------------------------------------
     def new_producer_name(self) -> str:

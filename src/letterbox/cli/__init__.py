@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from letterbox.config import BrokerConfig, ConfigError
+from letterbox.storage.data_dir_lock import DataDirLock
 
 
 @click.group()
@@ -63,6 +64,7 @@ def standalone(
     except ImportError:
         pass
     try:
+        DataDirLock(config.data_dir).probe()  # a directory in use fails before the broker's imports
         from letterbox.standalone import run
 
         asyncio.run(run(config))
