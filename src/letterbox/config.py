@@ -2,10 +2,13 @@
 # from the dataclass defaults, a TOML config file, `LETTERBOX_<FIELD>`
 # environment variables, and finally CLI flags. Every field is validated in
 # one place (`BrokerConfig.validate`) so a bad value is reported with the name
-# of the setting to fix.
+# of the setting to fix. Security settings carry Pulsar's names in snake_case
+# (tlsCertificateFilePath -> tls_certificate_file_path); list settings are
+# TOML arrays or comma-separated strings; a plain port set to "" is disabled
+# (Pulsar's empty brokerServicePort / webServicePort), and TLS ports are off
+# until given.
 from __future__ import annotations
 
-import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,6 +18,16 @@ from typing import Any
 
 ENV_PREFIX = "LETTERBOX_"
 SYNC_MODES = ("full", "normal", "off")
+# authenticationProviders: our short names and Pulsar's provider class names
+AUTH_PROVIDERS = {
+    "token": "token",
+    "basic": "basic",
+    "tls": "tls",
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderToken": "token",
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic": "basic",
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderTls": "tls",
+}
+DISABLED = ""  # the value that turns a plain port off (CLI, env, file)
 
 
 class ConfigError(ValueError):
@@ -24,9 +37,10 @@ class ConfigError(ValueError):
 @dataclass
 class BrokerConfig:
     data_dir: Path = field(default_factory=lambda: Path("data"))
-    bind: str = "0.0.0.0"
-    port: int = 6650
-    admin_port: int = 8080
+    # loopback unless opened up: a broker is not reachable from the network by accident
+    bind: str = "127.0.0.1"
+    port: int | None = 6650  # None: no plain pulsar:// listener
+    admin_port: int | None = 8080  # None: no plain http:// admin listener
     advertised_address: str = ""
     # durability: "full" fsyncs before every receipt batch, "normal" survives a
     # process crash but not an OS crash, "off" leaves syncing to the OS.
@@ -43,12 +57,27 @@ class BrokerConfig:
     retention_time_minutes: int = 0
     cluster_name: str = "standalone"
     log_level: str = "INFO"
-    # security (Pulsar's authenticationEnabled, authorizationEnabled, superUserRoles,
-    # anonymousUserRole); lists are TOML arrays or comma-separated text
+    # --- TLS (Pulsar: brokerServicePortTls, webServicePortTls, tls*) ---
+    broker_service_port_tls: int | None = None  # pulsar+ssl:// listener (Pulsar's is 6651)
+    web_service_port_tls: int | None = None  # https:// admin listener (Pulsar's is 8443)
+    tls_certificate_file_path: str = ""
+    tls_key_file_path: str = ""
+    tls_trust_certs_file_path: str = ""  # CA(s) that client certificates must chain to
+    tls_require_trusted_client_cert_on_connect: bool = False  # mutual TLS
+    tls_allow_insecure_connection: bool = False  # accept client certs the CA did not sign
+    # --- authentication and authorization ---
     authentication_enabled: bool = False
+    authentication_providers: list[str] = field(default_factory=list)
+    authentication_refresh_check_seconds: int = 60
     authorization_enabled: bool = False
     super_user_roles: list[str] = field(default_factory=list)
     anonymous_user_role: str = ""
+    token_secret_key: str = ""  # file:///path, data:;base64,..., or base64 text
+    token_public_key: str = ""
+    token_auth_claim: str = "sub"
+    token_audience_claim: str = "aud"
+    token_audience: str = ""  # when set, a token's audience claim must name it
+    basic_auth_conf: str = ""  # htpasswd file (a path, file:///path or data:;base64,...)
     # --- limits (Pulsar's names; 0 = unlimited where Pulsar says so) -----
     broker_max_connections: int = 0  # brokerMaxConnections
     broker_max_connections_per_ip: int = 0  # brokerMaxConnectionsPerIp
@@ -68,10 +97,10 @@ class BrokerConfig:
     max_unacked_messages_per_subscription: int = 200_000  # maxUnackedMessagesPerSubscription
 
     def validate(self) -> BrokerConfig:
-        if not 0 <= self.port <= 65535:
-            raise ConfigError(f"port must be between 0 and 65535, got {self.port}")
-        if not 0 <= self.admin_port <= 65535:
-            raise ConfigError(f"admin_port must be between 0 and 65535, got {self.admin_port}")
+        for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 65535:
+                raise ConfigError(f"{name} must be between 0 and 65535, got {value}")
         if self.sync not in SYNC_MODES:
             raise ConfigError(f"sync must be one of {', '.join(SYNC_MODES)}, got {self.sync!r}")
         if not 1024 <= self.max_message_size <= 1024 * 1024 * 1024:
@@ -94,6 +123,7 @@ class BrokerConfig:
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
         self._validate_limits()
+        self._validate_security()
         return self
 
     def _validate_limits(self) -> None:
@@ -119,14 +149,74 @@ class BrokerConfig:
             if not 0 < value <= 3600:
                 raise ConfigError(f"{name} must be between 0 and 3600 seconds, got {value}")
 
+    def _validate_security(self) -> None:
+        if self.port is None and self.broker_service_port_tls is None:
+            raise ConfigError(
+                "port is disabled and broker_service_port_tls is not set: the broker needs a listener"
+            )
+        tls_on = self.broker_service_port_tls is not None or self.web_service_port_tls is not None
+        if tls_on:
+            for name in ("tls_certificate_file_path", "tls_key_file_path"):
+                path = getattr(self, name)
+                if not path:
+                    raise ConfigError(f"{name} must be set when a TLS port is configured")
+                if not Path(path).is_file():
+                    raise ConfigError(f"{name}: no such file {path!r}")
+        trust = self.tls_trust_certs_file_path
+        if trust and not Path(trust).is_file():
+            raise ConfigError(f"tls_trust_certs_file_path: no such file {trust!r}")
+        if self.tls_require_trusted_client_cert_on_connect and not trust:
+            raise ConfigError(
+                "tls_require_trusted_client_cert_on_connect needs tls_trust_certs_file_path "
+                "(the CA client certificates must chain to)"
+            )
+        unknown = [p for p in self.authentication_providers if p not in AUTH_PROVIDERS]
+        if unknown:
+            raise ConfigError(
+                f"authentication_providers has unknown provider(s) {', '.join(map(repr, unknown))}; "
+                "known: token, basic, tls (or Pulsar's AuthenticationProvider class names)"
+            )
+        providers = self.auth_provider_names()
+        if self.authentication_enabled and not providers:
+            raise ConfigError(
+                "authentication_enabled needs authentication_providers (token, basic and/or tls)"
+            )
+        if "token" in providers and not (self.token_secret_key or self.token_public_key):
+            raise ConfigError(
+                "authentication provider 'token' needs token_secret_key or token_public_key"
+            )
+        if "basic" in providers and not self.basic_auth_conf:
+            raise ConfigError("authentication provider 'basic' needs basic_auth_conf (an htpasswd file)")
+        if self.authentication_refresh_check_seconds < 1:
+            raise ConfigError(
+                "authentication_refresh_check_seconds must be >= 1, "
+                f"got {self.authentication_refresh_check_seconds}"
+            )
+        if not self.token_auth_claim:
+            raise ConfigError("token_auth_claim must name a claim (Pulsar's default is 'sub')")
+
+    def auth_provider_names(self) -> list[str]:
+        """authentication_providers as short names (token, basic, tls), in order, once each."""
+        names: list[str] = []
+        for provider in self.authentication_providers:
+            short = AUTH_PROVIDERS.get(provider)
+            if short is not None and short not in names:
+                names.append(short)
+        return names
+
     @classmethod
     def load(
         cls,
         config_file: Path | None = None,
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Any] | None = None,
+        pulsar_settings: Mapping[str, str] | None = None,
     ) -> BrokerConfig:
+        """`pulsar_settings` (letterbox names -> text, see security/pulsar_config.py)
+        rank just above the defaults."""
         values: dict[str, Any] = {}
+        if pulsar_settings:
+            values.update(_coerce_all(pulsar_settings, "Pulsar config"))
         if config_file is not None:
             try:
                 with open(config_file, "rb") as fh:
@@ -142,7 +232,12 @@ class BrokerConfig:
         }
         values.update(_coerce_all(env_values, "environment variable", prefix=ENV_PREFIX))
         if overrides:
-            values.update({k: v for k, v in overrides.items() if v is not None})
+            for key, value in overrides.items():
+                if value is None:
+                    continue  # not given on the command line
+                if isinstance(value, str) and key in _FIELDS and _kind(key) != "str":
+                    value = _coerce(key, value, f"option --{key.replace('_', '-')}")
+                values[key] = value
         return cls(**values).validate()
 
 
@@ -161,14 +256,19 @@ def _coerce_all(raw: Mapping[str, Any], source: str, prefix: str = "") -> dict[s
     return out
 
 
+def _kind(name: str) -> str:
+    """The declared type of a setting, as written in the dataclass."""
+    return str(_FIELDS[name].type)
+
+
 def _coerce(name: str, value: Any, where: str) -> Any:
-    default = _FIELDS[name].default
-    if _FIELDS[name].type in ("list[str]", list[str]):
+    kind = _kind(name)
+    if kind == "list[str]":
         return _coerce_list(name, value, where)
-    if default is dataclasses.MISSING:  # data_dir
-        return Path(str(value))
     try:
-        if isinstance(default, bool):
+        if kind == "Path":
+            return Path(str(value))
+        if kind == "bool":
             if isinstance(value, bool):
                 return value
             text = str(value).strip().lower()
@@ -177,17 +277,21 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             if text in ("0", "false", "no", "off"):
                 return False
             raise ValueError(value)
-        if isinstance(default, int):
+        if kind in ("int", "int | None"):
+            if kind == "int | None" and isinstance(value, str) and value.strip() == DISABLED:
+                return None
             if isinstance(value, bool) or not isinstance(value, int | str):
                 raise ValueError(value)
             return int(value)
-        if isinstance(default, float):
+        if kind == "float":
             if isinstance(value, bool) or not isinstance(value, int | float | str):
                 raise ValueError(value)
             number = float(value)
             if number != number or number in (float("inf"), float("-inf")):
                 raise ValueError(value)
             return number
+        if isinstance(value, list | dict | bool):
+            raise ValueError(value)
         return str(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {name} has an invalid value {value!r}") from None

@@ -12,6 +12,7 @@ import signal
 from letterbox.admin.server import AdminServer
 from letterbox.broker.service import BrokerService
 from letterbox.config import BrokerConfig
+from letterbox.security.tls import server_context
 
 log = logging.getLogger("letterbox")
 
@@ -37,9 +38,12 @@ class Standalone:
         (0 = a free port). If the admin server cannot start, the broker is stopped again."""
         await self.service.start()
         admin = AdminServer(self.service)
+        cfg = self.config
         try:
-            await admin.start(self.config.bind, self.config.admin_port)
-        except OSError:
+            if cfg.admin_port is not None or cfg.web_service_port_tls is not None:
+                ctx = server_context(cfg) if cfg.web_service_port_tls is not None else None
+                await admin.start(cfg.bind, cfg.admin_port, cfg.web_service_port_tls, ctx)
+        except BaseException:
             await self.service.stop()
             raise
         self.admin = admin
@@ -51,6 +55,33 @@ class Standalone:
         await self.service.stop()
 
 
+def startup_line(standalone: Standalone) -> str:
+    """Where the broker listens, where its data is, and whether access is controlled:
+    `listening on pulsar://h:p, tls on pulsar+ssl://h:p, admin on http://h:p,
+    admin tls on https://h:p, data in DIR; authentication on (token, basic), authorization on`
+    (a listener that is off is left out)."""
+    cfg = standalone.config
+    service = standalone.service
+    admin = standalone.admin
+    host = cfg.bind if ":" not in cfg.bind else f"[{cfg.bind}]"
+    parts = []
+    if service.port:
+        parts.append(f"listening on pulsar://{host}:{service.port}")
+    if service.tls_port:
+        parts.append(f"tls on pulsar+ssl://{host}:{service.tls_port}")
+    if admin is not None and admin.port:
+        parts.append(f"admin on http://{host}:{admin.port}")
+    if admin is not None and admin.tls_port:
+        parts.append(f"admin tls on https://{host}:{admin.tls_port}")
+    parts.append(f"data in {cfg.data_dir.resolve()}")
+    auth = service.authentication
+    authn = f"authentication on ({', '.join(auth.methods)})" if auth.enabled else "authentication off"
+    if auth.enabled and auth.anonymous_role:
+        authn += f", anonymous role {auth.anonymous_role!r}"
+    authz = "authorization on" if cfg.authorization_enabled else "authorization off"
+    return f"{', '.join(parts)}; {authn}, {authz}"
+
+
 async def run(config: BrokerConfig) -> None:
     """Run a standalone broker until SIGINT or SIGTERM."""
     standalone = Standalone(config)
@@ -59,15 +90,7 @@ async def run(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    log.info(
-        "letterbox %s listening on pulsar://%s:%d, admin on http://%s:%d, data in %s",
-        standalone.service.version,
-        config.bind,
-        standalone.port,
-        config.bind,
-        standalone.admin_port,
-        config.data_dir.resolve(),
-    )
+    log.info("letterbox %s %s", standalone.service.version, startup_line(standalone))
     await stop.wait()
     log.info("shutting down")
     await standalone.stop()

@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
+from ssl import SSLContext
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -42,7 +43,8 @@ SAMPLE_SECONDS = 1.0
 class AdminServer:
     def __init__(self, service: BrokerService) -> None:
         self.service = service
-        self.port = 0
+        self.port = 0  # bound http:// port (0: off)
+        self.tls_port = 0  # bound https:// port (0: off)
         self.tracker = StatsTracker(service)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
@@ -79,16 +81,30 @@ class AdminServer:
         routes_move.add_move_routes(app, self.service)
         return app
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(
+        self, host: str, port: int | None, tls_port: int | None = None, ssl_context: SSLContext | None = None
+    ) -> None:
+        """Listen on http://host:port and/or https://host:tls_port (None: that one is off)."""
         await self._seed_defaults()
         self._runner = web.AppRunner(self.build_app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else port
+        try:
+            if port is not None:
+                self.port = await self._listen(web.TCPSite(self._runner, host, port), port)
+            if tls_port is not None:
+                site = web.TCPSite(self._runner, host, tls_port, ssl_context=ssl_context)
+                self.tls_port = await self._listen(site, tls_port)
+        except BaseException:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
         self._sampler = asyncio.ensure_future(self._sample_loop())
+
+    @staticmethod
+    async def _listen(site: web.TCPSite, port: int) -> int:
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        return int(sockets[0].getsockname()[1]) if sockets else port
 
     async def stop(self) -> None:
         if self._sampler is not None:

@@ -58,6 +58,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if not c.subscription:
         raise NotAllowed("subscription name must not be empty")
     service = cnx.service
+    service.authorization.check_consume(cnx.role, name, c.subscription)
     topic = service.get_topic(name, create=c.force_topic_creation if c.HasField("force_topic_creation") else True)
     ks = c.keySharedMeta if c.HasField("keySharedMeta") else None
     sticky = None

@@ -45,6 +45,10 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     if c.producer_access_mode not in ACCESS_MODE_NAMES:
         raise NotAllowed(f"unknown producer access mode {c.producer_access_mode}")
     service = cnx.service
+    service.authorization.check_produce(cnx.role, name)
+    if c.HasField("initial_subscription_name") and c.initial_subscription_name:
+        # creating a subscription is consuming (as Pulsar checks it)
+        service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
     topic = service.get_topic(name, create=True)
     user_named = bool(c.HasField("producer_name") and c.producer_name)
     pname = c.producer_name if user_named else service.new_producer_name()

@@ -19,14 +19,17 @@ T = pb.BaseCommand
 
 def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.lookupTopic
-    TopicName.parse(c.topic)
-    cnx.write(commands.lookup_response(c.request_id, cnx.advertised_url()))
+    name = TopicName.parse(c.topic)
+    cnx.service.authorization.check_lookup(cnx.role, name)
+    plain, tls = cnx.advertised_urls()
+    cnx.write(commands.lookup_response(c.request_id, plain, broker_url_tls=tls))
 
 
 def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.partitionMetadata
     name = TopicName.parse(c.topic)
     service = cnx.service
+    service.authorization.check_lookup(cnx.role, name)
     rid = c.request_id
     if not service.should_auto_partition(name):
         cnx.write(commands.partitioned_metadata_response(rid, service.partitions_of(name)))

@@ -13,15 +13,17 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
-from letterbox.broker import handlers_consumer, handlers_producer, handlers_topic
+from letterbox.broker import handlers_auth, handlers_consumer, handlers_producer, handlers_topic
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
+from letterbox.security.tls import peer_common_name
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.producer import Producer
     from letterbox.broker.service import BrokerService
     from letterbox.protocol import Frame
+    from letterbox.security.authentication import Session
 
 log = logging.getLogger("letterbox.cnx")
 KEEPALIVE_SECONDS = 30.0
@@ -29,8 +31,20 @@ T = pb.BaseCommand
 
 
 class ServerCnx(asyncio.Protocol):
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService, tls: bool = False) -> None:
         self.service = service
+        self.tls = tls  # accepted on the pulsar+ssl:// listener
+        # who the client is (None: authentication off); set before CONNECTED is sent
+        self.role: str | None = None
+        self.session: Session | None = None
+        self.peer_common_name: str | None = None  # CN of a verified client certificate
+        self.supports_auth_refresh = False
+        self.challenge_sent_at: float | None = None  # an AUTH_CHALLENGE awaits its answer
+        self.refresh_timer: asyncio.TimerHandle | None = None
+        self.refusal_timer: asyncio.TimerHandle | None = None
+        self._input_held = False
+        # why this connection's credentials were refused (every request now gets it)
+        self.refusal: str | None = None
         self.proto = ServerProtocol(max_frame_size=service.config.max_message_size + FRAME_PADDING)
         self.transport: asyncio.Transport | None = None
         self.producers: dict[int, Producer] = {}
@@ -52,6 +66,8 @@ class ServerCnx(asyncio.Protocol):
         self.transport = tr
         peer = tr.get_extra_info("peername")
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.tls:
+            self.peer_common_name = peer_common_name(tr)
         tr.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
         self.service.connections.add(self)
         self._keepalive = self._loop.call_later(KEEPALIVE_SECONDS, self._check_alive)
@@ -60,7 +76,15 @@ class ServerCnx(asyncio.Protocol):
         self._last_seen = time.monotonic()
         try:
             self.proto.receive_data(data)
-            while not self.closed:
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", self.remote, exc)
+            self.close()
+            return
+        self._process()
+
+    def _process(self) -> None:
+        try:
+            while not self.closed and not self._input_held:
                 frame = self.proto.next_event()
                 if frame is None:
                     break
@@ -69,10 +93,25 @@ class ServerCnx(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote, exc)
             self.close()
 
+    def hold_input(self) -> None:
+        """Handle no further frame until release_input() (authentication in progress)."""
+        self._input_held = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def release_input(self) -> None:
+        self._input_held = False
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+            self._process()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self._keepalive is not None:
             self._keepalive.cancel()
+        for timer in (self.refresh_timer, self.refusal_timer):
+            if timer is not None:
+                timer.cancel()
         self.service.connections.discard(self)
         for producer in list(self.producers.values()):
             producer.topic.remove_producer(producer)
@@ -145,6 +184,9 @@ class ServerCnx(asyncio.Protocol):
     # --- command dispatch ------------------------------------------------
     def _dispatch(self, frame: Frame) -> None:
         cmd = frame.command
+        if self.refusal is not None:
+            handlers_auth.refuse_request(self, cmd)
+            return
         handler = _HANDLERS.get(cmd.type)
         try:
             if handler is None:
@@ -182,18 +224,7 @@ class ServerCnx(asyncio.Protocol):
             return
         self.reply_error(cmd, ServerError.NotAllowedError, f"letterbox does not support the {name} command")
 
-    # --- connection-level commands ----------------------------------------
-    def handle_connect(self, frame: Frame) -> None:
-        c = frame.command.connect
-        self.protocol_version = min(c.protocol_version, commands.PROTOCOL_VERSION)
-        self.write(
-            commands.connected(
-                server_version=f"letterbox-{self.service.version}",
-                protocol_version=self.protocol_version,
-                max_message_size=self.service.config.max_message_size,
-            )
-        )
-
+    # --- connection-level commands (CONNECT and AUTH_RESPONSE: handlers_auth) ---
     def handle_ping(self, frame: Frame) -> None:
         self.write(commands.pong())
 
@@ -201,6 +232,10 @@ class ServerCnx(asyncio.Protocol):
         return None
 
     def advertised_url(self) -> str:
+        return self.advertised_urls()[0]
+
+    def advertised_urls(self) -> tuple[str, str | None]:
+        """pulsar:// and pulsar+ssl:// URLs of this broker (None where that listener is off)."""
         cfg = self.service.config
         if cfg.advertised_address:
             host = cfg.advertised_address
@@ -209,7 +244,11 @@ class ServerCnx(asyncio.Protocol):
             host = sock[0] if sock else "127.0.0.1"
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        return f"pulsar://{host}:{self.service.port}"
+        port, tls_port = self.service.port, self.service.tls_port
+        tls_url = f"pulsar+ssl://{host}:{tls_port}" if tls_port else None
+        # with the plain listener off, a plain URL would point nowhere: give the TLS one
+        plain = f"pulsar://{host}:{port}" if port else (tls_url or "")
+        return plain, tls_url
 
 
 def request_id_of(cmd: pb.BaseCommand) -> int | None:
@@ -259,7 +298,7 @@ _FIELD_FOR_TYPE = {
 }
 
 _HANDLERS: dict[int, Any] = {
-    T.CONNECT: ServerCnx.handle_connect,
+    **handlers_auth.HANDLERS,
     T.PING: ServerCnx.handle_ping,
     T.PONG: ServerCnx.handle_pong,
     **handlers_topic.HANDLERS,

@@ -24,6 +24,7 @@ from letterbox.broker.topic import (
     Topic,
 )
 from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.security.authentication import AuthenticationService
 from letterbox.security.authorization import AuthorizationService
 from letterbox.storage.data_dir_lock import DataDirLock
 from letterbox.storage.store import Store
@@ -59,12 +60,15 @@ class BrokerService:
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats()
         self.namespace_policies = NamespacePolicyCache(self)
+        self.authentication = AuthenticationService(config)
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.connections: set[ServerCnx] = set()
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
-        self.port = config.port
-        self._server: asyncio.base_events.Server | None = None
+        # bound ports of the pulsar:// and pulsar+ssl:// listeners (0: that listener is off)
+        self.port = 0
+        self.tls_port = 0
+        self._servers: list[asyncio.base_events.Server] = []
         # unique across restarts, so generated producer names never inherit old sequence ids
         self._name_prefix = f"{config.cluster_name}-{base64.b32encode(os.urandom(5)).decode().lower()}"
         self._producer_ids = itertools.count()
@@ -81,8 +85,8 @@ class BrokerService:
         try:
             await self._start_locked()
         except BaseException:
-            if self._server is not None:
-                self._server.close()
+            for server in self._servers:
+                server.close()
             await self.store.close()
             self.data_dir_lock.release()
             raise
@@ -92,12 +96,25 @@ class BrokerService:
         from letterbox.broker.server_cnx import ServerCnx
 
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: ServerCnx(self), host=self.config.bind, port=self.config.port, backlog=1024
+        cfg = self.config
+        if cfg.port is not None:
+            server = await loop.create_server(
+                lambda: ServerCnx(self), host=cfg.bind, port=cfg.port, backlog=1024
+            )
+            self._servers.append(server)
+            self.port = server.sockets[0].getsockname()[1]
+        if cfg.broker_service_port_tls is not None:
+            from letterbox.security.tls import server_context
+
+            server = await loop.create_server(
+                lambda: ServerCnx(self, tls=True), host=cfg.bind, port=cfg.broker_service_port_tls,
+                backlog=1024, ssl=server_context(cfg),
+            )
+            self._servers.append(server)
+            self.tls_port = server.sockets[0].getsockname()[1]
+        self.data_dir_lock.set_address(
+            f"pulsar://{cfg.bind}:{self.port}" if self.port else f"pulsar+ssl://{cfg.bind}:{self.tls_port}"
         )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
-        self.data_dir_lock.set_address(f"pulsar://{self.config.bind}:{self.port}")
         # retention by time (broker default or a namespace policy) runs on a clock
         self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
@@ -116,8 +133,8 @@ class BrokerService:
         await self.expiry.stop()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         from letterbox.protocol import commands
 
         for cnx in list(self.connections):
@@ -127,8 +144,8 @@ class BrokerService:
             for consumer in list(cnx.consumers.values()):
                 cnx.write(commands.close_consumer(consumer.consumer_id))
             cnx.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         await self.store.close()
         self.data_dir_lock.release()
 

@@ -6,10 +6,13 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from letterbox.cli.standalone_options import PORT, security_options, security_overrides
 from letterbox.config import BrokerConfig, ConfigError
+from letterbox.security.pulsar_config import PulsarConfigError, read_pulsar_config
 from letterbox.storage.data_dir_lock import DataDirLock
 
 
@@ -21,13 +24,14 @@ def main() -> None:
 
 @main.command()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where topics and cursors are stored [data].")
-@click.option("--port", type=int, help="Pulsar binary protocol port [6650]; 0 picks a free port.")
-@click.option("--bind", help="Address to listen on [0.0.0.0].")
-@click.option("--admin-port", type=int, help="Admin HTTP port [8080]; 0 picks a free port.")
+@click.option("--port", type=PORT, help="Pulsar binary protocol port [6650]; 0 picks a free port, 'off' none.")
+@click.option("--bind", help="Address to listen on [127.0.0.1]; 0.0.0.0 opens the broker to the network.")
+@click.option("--admin-port", type=PORT, help="Admin HTTP port [8080]; 0 picks a free port, 'off' none.")
 @click.option("--advertised-address", help="Host name clients are told to connect to.")
 @click.option("--sync", type=click.Choice(["full", "normal", "off"]), help="Durability of receipts [full].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="TOML config file.")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@security_options
 def standalone(
     data_dir: Path | None,
     port: int | None,
@@ -37,12 +41,20 @@ def standalone(
     sync: str | None,
     config_file: Path | None,
     log_level: str | None,
+    pulsar_config: Path | None,
+    **security: Any,
 ) -> None:
     """Run a standalone broker."""
     try:
+        pulsar = read_pulsar_config(pulsar_config) if pulsar_config else None
+    except PulsarConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
         config = BrokerConfig.load(
             config_file,
+            pulsar_settings=pulsar.values if pulsar else None,
             overrides={
+                **security_overrides(security),
                 "data_dir": data_dir,
                 "port": port,
                 "bind": bind,
@@ -57,6 +69,11 @@ def standalone(
     logging.basicConfig(
         level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    if pulsar is not None and pulsar.ignored:
+        logging.getLogger("letterbox").info(
+            "Pulsar config %s: ignored %d setting(s) letterbox does not support: %s",
+            pulsar_config, len(pulsar.ignored), ", ".join(pulsar.ignored),
+        )
     try:
         import uvloop
 
@@ -68,6 +85,8 @@ def standalone(
         from letterbox.standalone import run
 
         asyncio.run(run(config))
+    except ConfigError as exc:  # a key, certificate or htpasswd file that cannot be used
+        raise click.UsageError(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot start the broker: {exc}") from None
 

@@ -72,6 +72,20 @@ def error(request_id: int, code: int, message: str) -> bytes:
     return encode_command(T(type=T.ERROR, error=body))
 
 
+# request id of an ERROR that answers no request (a refused CONNECT): Pulsar's -1 as uint64
+NO_REQUEST_ID = (1 << 64) - 1
+
+
+def auth_challenge(server_version: str, method: str, data: bytes, protocol_version: int) -> bytes:
+    """Ask the client for fresh credentials (Pulsar sends data b"refresh" on expiry)."""
+    body = pb.CommandAuthChallenge(
+        server_version=server_version,
+        challenge=pb.AuthData(auth_method_name=method, auth_data=data),
+        protocol_version=protocol_version,
+    )
+    return encode_command(T(type=T.AUTH_CHALLENGE, authChallenge=body))
+
+
 # ---------------------------------------------------------------- producers
 
 
