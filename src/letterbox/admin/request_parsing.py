@@ -41,7 +41,7 @@ _BRACKET_RE = re.compile(r"[\[\]{}]")
 # route variables that are names, and the rules each follows
 PATH_NAMES: dict[str, NameKind] = {
     "tenant": "tenant", "namespace": "namespace", "cluster": "cluster",
-    "topic": "topic", "subscription": "subscription",
+    "topic": "topic", "subscription": "subscription", "role": "role",
 }
 DOMAIN = "{domain:persistent|non-persistent}"
 NS_BASE = "/admin/v2/" + DOMAIN + "/{tenant}/{namespace}"

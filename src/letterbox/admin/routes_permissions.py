@@ -25,6 +25,7 @@ from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import (
     NAMESPACE_BASE,
     TOPIC_BASE,
+    check_name,
     json_body,
     namespace_of,
     topic_name,
@@ -105,6 +106,8 @@ class PermissionRoutes:
         roles = await json_body(request)
         if not isinstance(roles, list) or not roles or not all(isinstance(r, str) and r for r in roles):
             raise AdminError(400, f"Body must be a non-empty JSON list of role names, got {roles!r}")
+        for role in roles:
+            check_name("role", role)
         policies = self._policies(ns)
         current = set(policies[SUBSCRIPTION_AUTH_ROLES].get(sub, []))
         policies[SUBSCRIPTION_AUTH_ROLES][sub] = sorted(current | set(roles))
