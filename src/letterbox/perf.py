@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass
 
 import click
 
+from letterbox.auth_options import AuthOptions
+from letterbox.cli.auth import auth_options, current_auth
+
 
 @dataclass
 class PerfResult:
@@ -58,13 +61,13 @@ GIL_SWITCH_INTERVAL = 0.0005
 
 
 def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50,
-                binding: bool = False) -> PerfResult:
+                binding: bool = False, auth: AuthOptions | None = None) -> PerfResult:
     import _pulsar
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
-    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1)
+    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, **(auth or AuthOptions()).client_kwargs())
     producer = client.create_producer(
         topic,
         batching_enabled=batching,
@@ -117,12 +120,13 @@ def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample:
 
 def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 50,
                 ready: threading.Event | None = None, ready_file: str | None = None,
-                receiver_queue: int = 10_000, binding: bool = False) -> PerfResult:
+                receiver_queue: int = 10_000, binding: bool = False,
+                auth: AuthOptions | None = None) -> PerfResult:
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
-    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1)
+    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, **(auth or AuthOptions()).client_kwargs())
     consumer = client.subscribe(
         topic, subscription, consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=receiver_queue,
         initial_position=pulsar.InitialPosition.Earliest,
@@ -168,9 +172,10 @@ def perf() -> None:
 @click.option("--batching/--no-batching", default=True, show_default=True)
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
+@auth_options
 def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, binding: bool, as_json: bool) -> None:
     """Publish N messages as fast as the client allows."""
-    r = run_produce(url, topic, messages, size, batching, binding=binding)
+    r = run_produce(url, topic, messages, size, batching, binding=binding, auth=current_auth())
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
 
 
@@ -183,9 +188,10 @@ def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, 
 @click.option("--ready-file", type=click.Path(dir_okay=False), help="write this file once subscribed")
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
+@auth_options
 def consume_cmd(url: str, topic: str, subscription: str, messages: int, receiver_queue: int,
                 ready_file: str | None, binding: bool, as_json: bool) -> None:
     """Receive and acknowledge N messages, one ack per message."""
     r = run_consume(url, topic, subscription, messages, ready_file=ready_file, receiver_queue=receiver_queue,
-                    binding=binding)
+                    binding=binding, auth=current_auth())
     click.echo(json.dumps(asdict(r)) if as_json else r.line())

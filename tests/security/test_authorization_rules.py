@@ -111,3 +111,17 @@ def test_actions_and_auth_policies_are_validated() -> None:
         check_auth_policies({"namespace_auth": {"": ["produce"]}})
     got = check_auth_policies({"namespace_auth": {"A": ["produce"]}})
     assert got == {"namespace_auth": {"A": ["produce"]}, "destination_auth": {}, "subscription_auth_roles": {}}
+
+
+def test_move_targets_own_failure_topics_or_need_produce() -> None:
+    a = _authz()
+    src = TopicName.parse("persistent://acme/orders/t")
+    retry = TopicName.parse("persistent://acme/orders/t-s-RETRY")
+    dlq = TopicName.parse("persistent://acme/orders/t-s-DLQ")
+    assert a.can_move("B", src, "s", retry) and a.can_move("B", src, "s", dlq)
+    assert a.can_move("B", retry, "s", dlq) and a.can_move("B", src.partition(2), "s", dlq)
+    assert not a.can_move("B", src, "s", TopicName.parse("persistent://acme/orders/t-other-DLQ"))
+    assert not a.can_move("B", src, "s", TopicName.parse("persistent://acme/orders/elsewhere"))
+    assert not a.can_move("B", src, "s", TopicName.parse("persistent://acme/other/t-s-DLQ"))
+    assert not a.can_move("A", src, "s", dlq)  # no consume on the source
+    assert not a.can_move("B", src, "locked", TopicName.parse("persistent://acme/orders/t-locked-DLQ"))

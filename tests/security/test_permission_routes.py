@@ -67,3 +67,26 @@ def test_auth_policies_in_namespace_create_body(broker: Any) -> None:
                             {"auth_policies": {"namespace_auth": {"x": ["fly"]}}})
     assert status == 400 and "unknown action" in reply["reason"]
     assert call(base, "GET", "/admin/v2/namespaces/acme/bad")[0] == 404
+
+
+def test_cli_grant_list_revoke(broker: Any) -> None:
+    from click.testing import CliRunner
+
+    from letterbox.cli import main
+
+    base = broker.admin_url
+    if call(base, "GET", "/admin/v2/tenants/acme")[0] == 404:
+        _setup(base)
+    assert call(base, "PUT", "/admin/v2/namespaces/acme/cli")[0] == 204
+    run = CliRunner().invoke
+    admin = ["admin", "--admin-url", base, "namespaces"]
+    r = run(main, [*admin, "grant-permission", "acme/cli", "--role", "app", "--actions", "produce,consume"])
+    assert r.exit_code == 0 and "Granted consume, produce on acme/cli to app" in r.output, r.output
+    r = run(main, [*admin, "permissions", "acme/cli"])
+    assert r.exit_code == 0 and r.output.strip() == "app: consume, produce", r.output
+    r = run(main, [*admin, "grant-permission", "acme/cli", "--role", "app", "--actions", "fly"])
+    assert r.exit_code == 2 and "produce" in r.output
+    r = run(main, [*admin, "revoke-permission", "acme/cli", "--role", "app"])
+    assert r.exit_code == 0, r.output
+    r = run(main, [*admin, "revoke-permission", "acme/cli", "--role", "app"])
+    assert r.exit_code == 1 and "HTTP 404" in r.output

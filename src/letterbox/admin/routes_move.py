@@ -43,6 +43,10 @@ def add_move_routes(app: web.Application, service: BrokerService) -> None:
         if sub is None:
             raise AdminError(404, f"Subscription {request.match_info['subscription']} not found")
         req = _parse(await json_body(request), topic)
+        role = request.get("role")
+        if not service.authorization.can_move(role, name, sub.name, req.target):
+            raise AdminError(403, f"Role {role} may not move messages of {name} to {req.target}: it needs "
+                             "produce there, or a target named <topic>-<subscription>-... in the same namespace")
         result = await move_message(sub, req)
         return web.json_response({"moved": result.moved, "messageId": result.message_id})
 

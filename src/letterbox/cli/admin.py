@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import click
 
+from letterbox.cli import admin_permissions
 from letterbox.cli.admin_topics import topics
+from letterbox.cli.auth import current_auth
 from letterbox.cli.http import (
     AdminClient,
     AdminContext,
@@ -35,7 +37,7 @@ def admin(ctx: click.Context, admin_url: str, output: str) -> None:
 
     Talks to the broker's admin REST API (`letterbox standalone --admin-port`).
     """
-    ctx.obj = AdminContext(AdminClient(admin_url), output.lower())
+    ctx.obj = AdminContext(AdminClient(admin_url, auth=current_auth()), output.lower())
 
 
 admin.add_command(topics)
@@ -265,3 +267,6 @@ def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> No
     """Remove one policy of NAMESPACE, back to the broker's default."""
     a.client.request("DELETE", namespace_path(namespace) + _REMOVABLE[policy])
     a.done(f"Removed {policy} from {namespace}", namespace=namespace, policy=policy)
+
+
+admin_permissions.register(namespaces)

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from letterbox.cli.auth import auth_options, current_auth
 from letterbox.cli.output import (
     OUTPUT_CHOICE,
     echo_json,
@@ -33,6 +34,7 @@ RECEIVE_POLL_MS = 500
 
 
 def _service_url_option(f: Any) -> Any:
+    f = auth_options(f)
     f = click.option("--verbose", "-v", is_flag=True, help="Show the pulsar client's own log.")(f)
     f = click.option("--timeout-connect", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0,
                      show_default=True, help="Seconds to wait for the broker before giving up.")(f)
@@ -62,7 +64,8 @@ def _pulsar_client(url: str, connect_timeout: float, verbose: bool) -> Iterator[
     logger = (pulsar.ConsoleLogger(pulsar.LoggerLevel.Info) if verbose
               else pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull))
     client = pulsar.Client(url, operation_timeout_seconds=max(1, round(connect_timeout)),
-                           connection_timeout_ms=int(connect_timeout * 1000), logger=logger)
+                           connection_timeout_ms=int(connect_timeout * 1000), logger=logger,
+                           **current_auth().client_kwargs())
     try:
         yield client
     finally:

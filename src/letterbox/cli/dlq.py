@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from letterbox.cli.auth import current_auth
 from letterbox.cli.http import (
     HTTP_TIMEOUT,
     AdminClient,
@@ -54,7 +55,7 @@ def dlq(ctx: click.Context, admin_url: str, output: str) -> None:
     Talks to the broker's admin API; DLQ_TOPIC may be short
     (`orders-billing-DLQ` means persistent://public/default/orders-billing-DLQ).
     """
-    ctx.obj = AdminContext(AdminClient(admin_url), output.lower())
+    ctx.obj = AdminContext(AdminClient(admin_url, auth=current_auth()), output.lower())
 
 
 _FILTER_OPTIONS = [

@@ -7,7 +7,8 @@
 #   - AdminUnreachable: nothing answered (connection refused, timeout, DNS);
 #     the message names the URL and says the broker is probably not running.
 # It also owns the per-invocation CLI state (AdminContext: client + output
-# mode) and the `--output` option that every leaf command accepts.
+# mode) and the `--output` option that every leaf command accepts. Calls carry
+# the --auth-token / --tls-trust-certs identity (cli/auth.py).
 from __future__ import annotations
 
 import json
@@ -19,6 +20,8 @@ from typing import Any
 
 import click
 
+from letterbox.auth_options import AuthOptions
+from letterbox.cli.auth import auth_options
 from letterbox.cli.output import OUTPUT_CHOICE, echo_json
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
@@ -68,9 +71,11 @@ def unreachable_message(url: str, reason: object = None) -> str:
 
 
 class AdminClient:
-    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT) -> None:
+    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.auth = auth or AuthOptions()
+        self._ssl = self.auth.ssl_context()
 
     def request(
         self,
@@ -88,8 +93,10 @@ class AdminClient:
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        for name, value in self.auth.http_headers().items():
+            req.add_header(name, value)
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout, context=self._ssl) as resp:
                 return Response(resp.status, resp.read(), list(resp.headers.items()))
         except urllib.error.HTTPError as exc:
             raise AdminApiError(exc.code, _reason(exc.read(), exc.reason)) from None
@@ -178,7 +185,8 @@ def _check_admin_url(_ctx: click.Context, _param: click.Parameter, value: str) -
 
 
 def admin_group_options(f: Any) -> Any:
-    """--admin-url and --output on the `admin` and `dlq` groups."""
+    """--admin-url, --output and the auth/TLS options on the `admin` and `dlq` groups."""
+    f = auth_options(f)
     f = click.option(
         "--output", "-o", type=OUTPUT_CHOICE, default="human", show_default=True,
         help="human: tables and `key: value` lines; json: machine-readable JSON.",

@@ -3,7 +3,9 @@
 # a message to the retry or dead letter topic and acknowledges it in the
 # subscription in one storage transaction. The call is idempotent (a message
 # already acknowledged is not moved again), so a lost response or a refused
-# connection is retried a few times before giving up.
+# connection is retried a few times before giving up. The calls carry the
+# consumer's admin credentials (AuthOptions: token or basic header, TLS trust
+# and client certificate); a 401/403 is not retried.
 from __future__ import annotations
 
 import http.client
@@ -14,6 +16,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from letterbox.auth_options import AuthOptions
 from letterbox.topic_name import TopicName
 
 ATTEMPTS = 4
@@ -44,7 +47,7 @@ class Move:
 class BrokerMoves:
     """A keep-alive HTTP connection to one broker's admin API, safe to share across threads."""
 
-    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT) -> None:
+    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None) -> None:
         parsed = urllib.parse.urlsplit(admin_url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
@@ -52,6 +55,8 @@ class BrokerMoves:
         self._host = parsed.hostname
         self._port = parsed.port or (443 if self._https else 80)
         self._timeout = timeout
+        self._auth = auth or AuthOptions()
+        self._ssl = self._auth.ssl_context() if self._https else None
         self._lock = threading.Lock()
         self._conn: http.client.HTTPConnection | None = None
         self.admin_url = admin_url.rstrip("/")
@@ -86,7 +91,8 @@ class BrokerMoves:
             with self._lock:
                 try:
                     conn = self._connection()
-                    conn.request("POST", path, body, {"Content-Type": "application/json"})
+                    headers = {"Content-Type": "application/json", **self._auth.http_headers()}
+                    conn.request("POST", path, body, headers)
                     resp = conn.getresponse()
                     return resp.status, resp.read()
                 except (OSError, http.client.HTTPException) as exc:
@@ -97,8 +103,12 @@ class BrokerMoves:
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            self._conn = cls(self._host, self._port, timeout=self._timeout)
+            if self._https:
+                self._conn = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._timeout, context=self._ssl
+                )
+            else:
+                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         return self._conn
 
     def _close(self) -> None:

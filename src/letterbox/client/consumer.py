@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import os
 import queue
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pulsar
 
+from letterbox.auth_options import AuthOptions
 from letterbox.client.broker_moves import BrokerMoves, Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
 from letterbox.client.policies import (
@@ -82,6 +83,13 @@ class RetryConsumer:
     `negative_acknowledge`, `close`); failed messages go through
     `reconsume_later` (retry after a delay) or `terminate` (straight to the
     dead letter topic). Other keyword arguments go to `pulsar.Client.subscribe`.
+
+    With authentication on, the moves (admin API calls) need the consumer's
+    credentials too: `auth_token` (the token, or a callable returning it, as
+    given to pulsar.AuthenticationToken; default env LETTERBOX_AUTH_TOKEN) and
+    `tls_trust_certs_file_path` for an https:// admin_url, or `admin_auth` for
+    basic or TLS-certificate authentication. A role with consume on the topic's
+    namespace may move to this subscription's own retry and dead letter topics.
     """
 
     def __init__(
@@ -95,6 +103,9 @@ class RetryConsumer:
         dead_letter_policy: DeadLetterPolicy | None = None,
         delay_levels: DelayLevels | None = None,
         admin_url: str | None = None,
+        auth_token: str | Callable[[], str] | None = None,
+        tls_trust_certs_file_path: str | None = None,
+        admin_auth: AuthOptions | None = None,
         **subscribe_kwargs: Any,
     ) -> None:
         if not isinstance(topic, str):
@@ -116,7 +127,13 @@ class RetryConsumer:
         if enable_retry:
             self.retry_topic = str(TopicName.parse(dlp.retry_letter_topic)) if dlp and dlp.retry_letter_topic \
                 else retry_topic_name(self.topic, subscription_name)
-        self._moves = BrokerMoves(admin_url or os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL))
+        if admin_auth is None:  # the same token as the client's AuthenticationToken, for the admin moves
+            admin_auth = AuthOptions.from_token(
+                auth_token or os.environ.get("LETTERBOX_AUTH_TOKEN") or None, tls_trust_certs_file_path or ""
+            )
+        self._moves = BrokerMoves(
+            admin_url or os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL), auth=admin_auth
+        )
         name = TopicName.parse(self.topic)
         self._counters = ConsumerCounters(name.tenant, name.namespace, self.topic, subscription_name)
         self._queue: queue.Queue[pulsar.Message] = queue.Queue(_QUEUE_SIZE)

@@ -17,6 +17,11 @@
 # that list); lookup and partition metadata need either. A partition uses the
 # permissions of its partitioned topic. Topic-level grants add to the
 # namespace-level ones. Super users and the tenant's admins pass every check.
+# The broker's own dead-letter and retry appends are the broker's, not the
+# consumer's: nothing checks them. The letterbox move over the admin API (used
+# by letterbox.client) needs consume on the source subscription and either
+# produce on the target or a target that is the subscription's own failure
+# topic (can_move).
 #
 # Invariants: with authorization disabled every check returns True; a role of
 # None (no authenticated identity) passes nothing when it is enabled. The
@@ -193,6 +198,15 @@ class AuthorizationService:
             return True
         return role is not None and "consume" in self.namespace_actions(role, namespace)
 
+    def can_move(self, role: str | None, source: TopicName, subscription: str, target: TopicName) -> bool:
+        """The letterbox move (admin .../subscription/{sub}/letterbox/move): consume on the
+        source subscription, and the target is that subscription's own failure topic
+        (`<topic>-<subscription>-...` in the source's namespace, as letterbox.client names its
+        retry and dead letter topics) or a topic the role may produce to."""
+        if not self.can_consume(role, source, subscription):
+            return False
+        return is_failure_topic_of(source, subscription, target) or self.can_produce(role, target)
+
     # --- raising forms, for callers that report an error -----------------------------
     def check_produce(self, role: str | None, topic: TopicName) -> None:
         if not self.can_produce(role, topic):
@@ -206,6 +220,21 @@ class AuthorizationService:
     def check_lookup(self, role: str | None, topic: TopicName) -> None:
         if not self.can_lookup(role, topic):
             raise AuthorizationFailed(f"Role {role} is not authorized to look up topic {topic}")
+
+
+def is_failure_topic_of(source: TopicName, subscription: str, target: TopicName) -> bool:
+    """target is named `<base>-<subscription>-<anything>` in source's namespace, where base is
+    the source topic's (partitioned parent's) local name, or its base when the source is itself
+    such a failure topic (a retry topic's messages move on to the same DLQ or retry topic)."""
+    if (target.domain, target.tenant, target.namespace) != (source.domain, source.tenant, source.namespace):
+        return False
+    marker = f"-{subscription}-"
+    local = source.partitioned_parent.local
+    bases = {local}
+    cut = local.find(marker)
+    if cut > 0:
+        bases.add(local[:cut])
+    return any(target.partitioned_parent.local.startswith(b + marker) for b in bases)
 
 
 def _json_object(raw: str | None) -> dict[str, Any]:

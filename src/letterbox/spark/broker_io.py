@@ -22,6 +22,7 @@ from typing import Any
 
 import pulsar
 
+from letterbox.auth_options import AuthOptions
 from letterbox.spark.offsets import EARLIEST, Position
 from letterbox.spark.options import SparkOptionError
 from letterbox.topic_name import TopicName
@@ -33,10 +34,11 @@ class DataLossError(RuntimeError):
     """Messages Spark asked for are no longer stored (deleted by retention)."""
 
 
-def open_client(service_url: str, operation_timeout_s: int = 30) -> pulsar.Client:
+def open_client(service_url: str, operation_timeout_s: int = 30, auth: AuthOptions | None = None) -> pulsar.Client:
     quiet = logging.getLogger("letterbox.spark.pulsar-client")
     quiet.setLevel(logging.ERROR)
-    return pulsar.Client(service_url, operation_timeout_seconds=operation_timeout_s, logger=quiet)
+    return pulsar.Client(service_url, operation_timeout_seconds=operation_timeout_s, logger=quiet,
+                         **(auth or AuthOptions()).client_kwargs())
 
 
 def partition_topics(client: pulsar.Client, topic: str) -> list[str]:
@@ -45,7 +47,7 @@ def partition_topics(client: pulsar.Client, topic: str) -> list[str]:
     return parts or [topic]
 
 
-def pattern_topics(admin_url: str, pattern: str) -> list[str]:
+def pattern_topics(admin_url: str, pattern: str, auth: AuthOptions | None = None) -> list[str]:
     """Topics (partitioned parents, not their partitions) whose full name matches `pattern`."""
     m = re.match(r"^(persistent|non-persistent)://([^/]+)/([^/]+)/", pattern)
     if not m:
@@ -54,8 +56,10 @@ def pattern_topics(admin_url: str, pattern: str) -> list[str]:
         )
     domain, tenant, ns = m.groups()
     url = f"{admin_url.rstrip('/')}/admin/v2/{domain}/{tenant}/{ns}"
+    auth = auth or AuthOptions()
+    request = urllib.request.Request(url, headers=auth.http_headers())
     try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=30, context=auth.ssl_context()) as resp:
             names = json.load(resp)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise SparkOptionError(f"cannot list the topics of {tenant}/{ns} at {url}: {exc}") from None

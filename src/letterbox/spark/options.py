@@ -1,5 +1,7 @@
 # Options of the `letterbox` Spark data source, parsed and checked in one
 # place so a wrong option fails on the driver with a message naming it.
+# Authentication options (auth_plugin, auth_params, tls_trust_certs_file_path)
+# become one AuthOptions that every client and admin call of the job uses.
 from __future__ import annotations
 
 import json
@@ -7,6 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from letterbox.auth_options import AuthOptions, AuthOptionsError
 from letterbox.errors import InvalidTopicName
 from letterbox.spark.offsets import OffsetError, Position, parse_offsets_option
 from letterbox.topic_name import TopicName
@@ -61,6 +64,18 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raise SparkOptionError(f"option {name} must be true or false, got {v!r}")
 
 
+def _auth(options: Mapping[str, str]) -> AuthOptions:
+    """Options auth_plugin / auth_params (the official client's authPlugin / authParams:
+    token, basic, tls or their Pulsar class names) and tls_trust_certs_file_path."""
+    plugin, params = _get(options, "auth_plugin"), _get(options, "auth_params")
+    if params is not None and plugin is None:
+        raise SparkOptionError("option auth_params needs auth_plugin (token, basic or tls)")
+    try:
+        return AuthOptions(plugin or "", params or "", _get(options, "tls_trust_certs_file_path") or "")
+    except AuthOptionsError as exc:
+        raise SparkOptionError(f"options auth_plugin / auth_params / tls_trust_certs_file_path: {exc}") from None
+
+
 OffsetSpec = str | dict[str, dict[int, Position | str]]
 
 
@@ -94,6 +109,7 @@ class ReadOptions:
     # "records": one row per message; "ranges": one row per planned position range (for
     # jobs that read the messages themselves in their tasks, like the pipeline)
     emit: str = "records"
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -135,6 +151,7 @@ class ReadOptions:
             read_timeout_ms=_int(options, "read_timeout_ms", 10_000, 1) or 10_000,
             arrow_batch_size=_int(options, "arrow_batch_size", 10_000, 1) or 10_000,
             emit=_emit(options),
+            auth=_auth(options),
         )
 
 
@@ -163,6 +180,7 @@ class WriteOptions:
     topic: str | None
     producer_name: str | None
     send_timeout_ms: int = 30_000
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -176,4 +194,5 @@ class WriteOptions:
             topic=full_topic_name(topic) if topic else None,
             producer_name=name,
             send_timeout_ms=_int(options, "send_timeout_ms", 30_000, 1) or 30_000,
+            auth=_auth(options),
         )

@@ -37,7 +37,7 @@ def resolve_topics(opts: ReadOptions, client: pulsar.Client) -> list[PartitionTo
         admin = opts.admin_url or (opts.service_url if opts.service_url.startswith("http") else None)
         if admin is None:
             raise SparkOptionError("option topics_pattern needs admin_url (the broker's admin HTTP address)")
-        topics = pattern_topics(admin, opts.topics_pattern)
+        topics = pattern_topics(admin, opts.topics_pattern, opts.auth)
     topics += [t for t in opts.retry_tiers if t not in topics]
     out: list[PartitionTopic] = []
     for t in topics:
@@ -103,7 +103,7 @@ def read_partition(opts: ReadOptions, part: TopicRange) -> Iterator[Any]:
     if opts.emit == "ranges":
         yield (part.pt.parent, part.pt.index, part.pt.name, *part.start, *part.end)
         return
-    client = open_client(opts.service_url)
+    client = open_client(opts.service_url, auth=opts.auth)
     try:
         builder = BatchBuilder(part.pt.parent, part.pt.index)
         add, size, n = builder.add, opts.arrow_batch_size, 0

@@ -28,7 +28,7 @@ class LetterboxBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
-        client = open_client(self.opts.service_url)
+        client = open_client(self.opts.service_url, auth=self.opts.auth)
         try:
             ranges = []
             for pt in resolve_topics(self.opts, client):

@@ -123,7 +123,7 @@ class LetterboxStreamReader(DataSourceStreamReader):
 
     def _setup(self) -> list[PartitionTopic]:
         if self._client is None:
-            self._client = open_client(self.opts.service_url)
+            self._client = open_client(self.opts.service_url, auth=self.opts.auth)
         if time.monotonic() - self._resolved_at > _RESOLVE_EVERY_S or not self._topics:
             self._topics = resolve_topics(self.opts, self._client)
             self._resolved_at = time.monotonic()

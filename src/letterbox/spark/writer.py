@@ -64,7 +64,7 @@ def publish_rows(
     opts: WriteOptions, producer_name: str, batches: Iterator[pa.RecordBatch], seq_base: int
 ) -> PublishedMessages:
     part = _task_partition()
-    client = open_client(opts.service_url)
+    client = open_client(opts.service_url, auth=opts.auth)
     pub = IdempotentPublisher(client, f"{producer_name}-{part}", opts.send_timeout_ms)
     topics_seen: dict[str, str] = {}
     index = 0
