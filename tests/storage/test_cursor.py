@@ -201,9 +201,11 @@ def test_atomic_multi_op_transaction(tmp_path: Path) -> None:
         await _fill(src, 3)
         c = src.open_cursor("s", "earliest")
         await c.flush()
-        op = dlq._prepare_append(b"dead", 1, 5)
-        c.ack([1])
-        await store.transaction([op, c._snapshot_op()])
+        async with store.transaction() as txn:
+            await txn.lock(c)
+            txn.append(dlq, b"dead", 1, 5)
+            txn.ack(c, [1])
+            await txn.commit()
         assert dlq.last_confirmed.entry_id == 0
 
     run_with_store(tmp_path, body)

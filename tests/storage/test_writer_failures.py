@@ -24,7 +24,7 @@ def test_failed_submission_is_isolated_and_fences_its_ledger(tmp_path: Path) -> 
         await asyncio.gather(good.append(b"0", 1, 1), bad.append(b"0", 1, 1))
         futs = [good.append(b"%d" % i, 1, 1) for i in range(1, 50)]
         bad_op = bad._prepare_append(b"lost", 1, 1)
-        failing = store.transaction([bad_op, BoomOp()])  # atomic: neither op commits
+        failing = store._submit([bad_op, BoomOp()], None)  # atomic: neither op commits
         futs += [good.append(b"%d" % i, 1, 1) for i in range(50, 100)]
         results = await asyncio.gather(*futs)
         assert [p.entry_id for p in results] == list(range(1, 100))

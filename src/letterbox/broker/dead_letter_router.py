@@ -23,13 +23,12 @@ from letterbox.message_properties import (
     LAST_DELIVERY_TIME,
     REASON_MAX_REDELIVERIES,
 )
+from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
-from letterbox.storage.ops import WriteOp
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
-    from letterbox.broker.topic import PersistentTopic
 
 log = logging.getLogger("letterbox.dlq")
 
@@ -75,49 +74,57 @@ async def move_to_dead_letter(
     initial_subscription: str | None,
     description: str | None = None,
 ) -> int:
-    """Move entries of `sub` to its dead letter topic; returns the messages moved."""
-    from letterbox.broker.topic import PersistentTopic
-
-    source: PersistentTopic = sub.topic
+    """Move entries of `sub` to its dead letter topic; returns the messages moved.
+    The DLQ appends and the acknowledgements are one transaction; nothing changes in memory
+    unless it committed. If it failed, the entries stay unacknowledged (redeliverable), the
+    failure is counted and logged once, and the storage error is raised. An entry that
+    cannot be reopened (malformed) is moved as its original bytes."""
+    source = sub.topic
     service = source.service
     target_name = dead_letter_topic_name(source.name, sub.name, dlq_topic)
     if not target_name.persistent:
         raise NotAllowed(f"dead letter topic {target_name} must be persistent")
-    target = service.get_topic(target_name, create=True)
-    assert isinstance(target, PersistentTopic)
+    target = service.persistent_topic(target_name, create=True)
     if initial_subscription and initial_subscription not in target.subscriptions:
         target.subscription_for(initial_subscription, True, "earliest", None)
     cursor = sub.cursor
     if not isinstance(cursor, ManagedCursor):
         raise NotAllowed("only durable subscriptions dead-letter on the broker")
-    now = int(time.time() * 1000)
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
-    ops: list[WriteOp] = []
     moved_ids: list[int] = []
     moved = 0
-    for eid in entry_ids:
-        if cursor.is_acked(eid):
-            continue
-        entry = source.ledger.read_entry(eid)
-        if entry is None:
-            continue
-        extra = dead_letter_stamps(sub, eid, reason, description, now,
-                                   last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
-        prepared = prepare_moved_append(
-            entry, source.name, target.ledger, extra=extra, skip_indexes=cursor.acked_indexes(eid),
-            producer_name=producer_name, now=now, limit=source.service.config.max_message_size,
-        )
-        moved_ids.append(eid)
-        if prepared is None:
-            continue
-        append, count = prepared
-        ops.append(append)
-        moved += count
-    if not moved_ids:
-        return 0
-    cursor.ack(moved_ids)
-    ops.append(cursor.commit_op())
-    await service.store.transaction(ops)
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)
+        now = int(time.time() * 1000)
+        for eid in entry_ids:
+            if cursor.is_acked(eid):
+                continue
+            entry = source.ledger.read_entry(eid)
+            if entry is None:
+                continue
+            extra = dead_letter_stamps(sub, eid, reason, description, now,
+                                       last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
+            try:
+                prepared = prepare_moved_append(
+                    txn, entry, source.name, target.ledger, extra=extra,
+                    skip_indexes=cursor.acked_indexes(eid), producer_name=producer_name, now=now,
+                    limit=service.config.max_message_size,
+                )
+            except Exception as exc:  # a malformed entry: keep its original bytes
+                log.warning("entry %d of %s cannot be reopened (%s): dead-lettered as its "
+                            "original bytes, without stamps", eid, source.name, exc)
+                prepared = txn.append(target.ledger, entry.data, entry.num_messages, now), entry.num_messages
+            moved_ids.append(eid)
+            if prepared is not None:
+                moved += prepared[1]
+        if not moved_ids:
+            return 0
+        txn.ack(cursor, moved_ids)
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed("dead_letter", exc, f"{len(moved_ids)} entries of {source.name}/{sub.name}")
+            raise
     for eid in moved_ids:
         sub.forget_delivery(eid)
     service.stats.dead_lettered(reason, moved)

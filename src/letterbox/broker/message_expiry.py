@@ -12,6 +12,8 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from letterbox.storage.errors import StorageError
+
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
 
@@ -42,19 +44,18 @@ class MessageExpiryMonitor:
                 await self.check()
             except asyncio.CancelledError:
                 raise
+            except StorageError:
+                pass  # counted and logged by the failed move; retried next check
             except Exception:
                 log.exception("message expiry check failed")
 
     async def check(self) -> int:
         """One pass over the loaded topics; returns the entries expired."""
         from letterbox.broker.subscription_admin import expire
-        from letterbox.broker.topic import PersistentTopic
 
         policies = self.service.namespace_policies
         expired = 0
-        for topic in list(self.service.topics.values()):
-            if not isinstance(topic, PersistentTopic):
-                continue
+        for topic in self.service.loaded_persistent_topics():
             ttl = policies.get(topic.name.namespace_name).ttl_seconds
             if not ttl or ttl <= 0:
                 continue

@@ -23,6 +23,7 @@ from letterbox.broker.dead_letter_router import dead_letter_stamps
 from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.message_properties import origin_message_id
+from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
@@ -54,10 +55,10 @@ class MoveResult:
 
 async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     """Append message `req.entry_id`/`req.batch_index` of `sub` to `req.target` and
-    acknowledge it in `sub`, in one transaction. An acknowledged message is not moved."""
-    from letterbox.broker.topic import PersistentTopic
-
-    source: PersistentTopic = sub.topic
+    acknowledge it in `sub`, in one transaction. An acknowledged message is not moved.
+    Nothing changes in memory unless the transaction committed; if it failed, the message
+    stays unacknowledged in `sub` and the storage error is raised."""
+    source = sub.topic
     service = source.service
     cursor = sub.cursor
     if not isinstance(cursor, ManagedCursor):
@@ -69,49 +70,50 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     eid = req.entry_id
     if eid >= source.ledger.next_entry_id or eid < 0:
         raise TopicNotFound(f"message {eid} does not exist on {source.name}")
-    if cursor.is_acked(eid) or req.batch_index in cursor.acked_indexes(eid):
-        return MoveResult(moved=False)
-    entry = source.ledger.read_entry(eid)
-    if entry is None:
-        raise TopicNotFound(f"message {eid} of {source.name} is no longer stored")
-    size = entry.num_messages
-    batched = size > 1 or req.batch_index >= 0
-    if batched and not 0 <= req.batch_index < size:
-        raise NotAllowed(f"batch index {req.batch_index} is outside the batch of {size} message(s)")
-    target = service.get_topic(req.target, create=True)
-    if not isinstance(target, PersistentTopic):
-        raise NotAllowed(f"target topic {req.target} must be persistent")
+    target = service.persistent_topic(req.target, create=True)
     if req.initial_subscription and req.initial_subscription not in target.subscriptions:
         target.subscription_for(req.initial_subscription, True, "earliest", None)
-
-    now = int(time.time() * 1000)
-    extra = dict(req.properties)
-    if req.dead_letter_reason:
-        stamps = dead_letter_stamps(sub, eid, req.dead_letter_reason, req.description, now,
-                                    last_delivery_counted=False)
-        extra = {**stamps, **extra}
-    skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
-    prepared = prepare_moved_append(
-        entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
-        producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
-        deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
-        limit=source.service.config.max_message_size,
-    )
-    if prepared is None:  # cannot happen: the one message asked for is kept
-        raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
-    append, count = prepared
-    if batched:
-        fully = cursor.ack_batch_mask(eid, size, 1 << req.batch_index)
-    else:
-        cursor.ack([eid])
-        fully = True
-    await service.store.transaction([append, cursor.commit_op()])
-    if fully:
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)  # decide on a state no other move is changing
+        if cursor.is_acked(eid) or req.batch_index in cursor.acked_indexes(eid):
+            return MoveResult(moved=False)
+        entry = source.ledger.read_entry(eid)
+        if entry is None:
+            raise TopicNotFound(f"message {eid} of {source.name} is no longer stored")
+        size = entry.num_messages
+        batched = size > 1 or req.batch_index >= 0
+        if batched and not 0 <= req.batch_index < size:
+            raise NotAllowed(f"batch index {req.batch_index} is outside the batch of {size} message(s)")
+        now = int(time.time() * 1000)
+        extra = dict(req.properties)
+        if req.dead_letter_reason:
+            stamps = dead_letter_stamps(sub, eid, req.dead_letter_reason, req.description, now,
+                                        last_delivery_counted=False)
+            extra = {**stamps, **extra}
+        skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
+        prepared = prepare_moved_append(
+            txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
+            producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
+            deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
+            limit=service.config.max_message_size,
+        )
+        if prepared is None:  # cannot happen: the one message asked for is kept
+            raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
+        append, count = prepared
+        if batched:
+            txn.ack_batch_mask(cursor, eid, size, 1 << req.batch_index)
+        else:
+            txn.ack(cursor, [eid])
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed("move", exc, f"{source.name}/{sub.name} {eid}:{req.batch_index}")
+            raise
+    if cursor.is_acked(eid):
         sub.settle_acknowledged(eid)
     if req.dead_letter_reason:
         service.stats.dead_lettered(req.dead_letter_reason, count)
-    new_id = origin_message_id(
-        append.entry.position.ledger_id, append.entry.position.entry_id, req.target.partition_index, -1
-    )
+    pos = append.position
+    new_id = origin_message_id(pos.ledger_id, pos.entry_id, req.target.partition_index, -1)
     log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)
     return MoveResult(moved=True, message_id=new_id)

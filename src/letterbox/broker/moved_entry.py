@@ -27,11 +27,12 @@ from letterbox.protocol.compression import DEFAULT_LIMIT, NONE, declared_size, d
 if TYPE_CHECKING:
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
-    from letterbox.storage.ops import AppendOp
+    from letterbox.storage.transaction import PendingAppend, Transaction
     from letterbox.topic_name import TopicName
 
 
 def prepare_moved_append(
+    txn: Transaction,
     entry: Entry,
     source: TopicName,
     target: ManagedLedger,
@@ -42,9 +43,9 @@ def prepare_moved_append(
     now: int,
     deliver_at: int | None = None,
     limit: int = DEFAULT_LIMIT,
-) -> tuple[AppendOp, int] | None:
-    """The append of `entry` (of topic `source`) to `target` as a moved message, for a
-    multi-op transaction, and its message count; None if no message is left to move.
+) -> tuple[PendingAppend, int] | None:
+    """Add the append of `entry` (of topic `source`) to `target` as a moved message to
+    `txn`; returns it and its message count, None if no message is left to move.
     REAL_TOPIC is `source` unless the message already names one."""
     built = build_moved_entry(
         entry.data,
@@ -55,7 +56,7 @@ def prepare_moved_append(
         keep_if_present={REAL_TOPIC: str(source)},
         skip_indexes=skip_indexes,
         producer_name=producer_name,
-        sequence_id=target.next_entry_id,
+        sequence_id=txn.next_entry_id(target),
         publish_time=now,
         deliver_at=deliver_at,
         limit=limit,
@@ -63,7 +64,7 @@ def prepare_moved_append(
     if built is None:
         return None
     data, count = built
-    return target._prepare_append(data, count, now), count
+    return txn.append(target, data, count, now), count
 
 
 def build_moved_entry(

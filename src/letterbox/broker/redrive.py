@@ -45,12 +45,13 @@ from letterbox.message_properties import (
     REAL_TOPIC,
 )
 from letterbox.protocol import build_headers_and_payload, pb
+from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
-from letterbox.storage.ops import WriteOp
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.topic import PersistentTopic
+    from letterbox.storage.transaction import Transaction
 
 STAMPS = frozenset({
     DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
@@ -168,17 +169,17 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
     return build_headers_and_payload(meta, dl.payload)
 
 
-def _mark_handled(cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
+def _mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
     plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
     if plain:
-        cursor.ack(plain)
+        txn.ack(cursor, plain)
     masks: dict[int, tuple[int, int]] = {}
     for dl in chunk:
         if dl.batch_index >= 0:
             size, mask = masks.get(dl.entry_id, (dl.batch_size, 0))
             masks[dl.entry_id] = (size, mask | 1 << dl.batch_index)
     for eid, (size, mask) in masks.items():
-        cursor.ack_batch_mask(eid, size, mask)
+        txn.ack_batch_mask(cursor, eid, size, mask)
 
 
 def _handled_cursor(topic: PersistentTopic) -> ManagedCursor:
@@ -234,49 +235,60 @@ async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asynci
 async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int,
                           resume: int) -> tuple[int, int]:
     """Append up to `size` matching messages from entry `resume` on to their
-    targets and mark them handled, in one transaction: (count, next resume)."""
-    from letterbox.broker.topic import PersistentTopic
-
+    targets and mark them handled, in one transaction: (count, next resume).
+    Nothing changes in memory unless it committed; a failed chunk stays in the DLQ
+    (counted, logged once) and the storage error is raised."""
     service = topic.service
-    chunk: list[DeadLetter] = []
-    for dl in _matching(topic, req.filter, req, resume):
-        chunk.append(dl)
-        if len(chunk) >= size:
-            break
-    if not chunk:
-        return 0, resume
-    targets: dict[str, PersistentTopic] = {}
-    for dl in chunk:
-        name = _target_of(dl, req)
-        assert name is not None
-        if str(name) not in targets:
-            if name == topic.name:
-                raise NotAllowed(f"cannot redrive {topic.name} into itself")
-            target = service.get_topic(name, create=True)
-            if not isinstance(target, PersistentTopic):
-                raise NotAllowed(f"redrive target {name} must be a persistent topic")
-            targets[str(name)] = target
     cursor = _handled_cursor(topic)
-    producer_name = f"{topic.name}-letterbox-redrive"
-    now = int(time.time() * 1000)
-    ops: list[WriteOp] = []
-    for dl in chunk:
-        target = targets[str(_target_of(dl, req))]
-        data = redriven_entry(dl, producer_name, target.ledger.next_entry_id, now)
-        ops.append(target.ledger._prepare_append(data, 1, now))
-    _mark_handled(cursor, chunk)
-    ops.append(cursor.commit_op())
-    await service.store.transaction(ops)
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)
+        chunk: list[DeadLetter] = []
+        for dl in _matching(topic, req.filter, req, resume):
+            chunk.append(dl)
+            if len(chunk) >= size:
+                break
+        if not chunk:
+            return 0, resume
+        targets: dict[str, PersistentTopic] = {}
+        for dl in chunk:
+            name = _target_of(dl, req)
+            assert name is not None
+            if str(name) not in targets:
+                if name == topic.name:
+                    raise NotAllowed(f"cannot redrive {topic.name} into itself")
+                targets[str(name)] = service.persistent_topic(name, create=True)
+        producer_name = f"{topic.name}-letterbox-redrive"
+        now = int(time.time() * 1000)
+        for dl in chunk:
+            target = targets[str(_target_of(dl, req))]
+            data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now)
+            txn.append(target.ledger, data, 1, now)
+        _mark_handled(txn, cursor, chunk)
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed("redrive", exc, f"{len(chunk)} dead letters of {topic.name}")
+            raise
     return len(chunk), chunk[-1].entry_id
 
 
 async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
+    """Mark matching dead letters handled, in one transaction (nothing changes in memory
+    unless it committed)."""
     async with _lock(topic):
         check_dead_letter_topic(topic)
-        chunk = list(_matching(topic, flt, None))
-        if dry_run or not chunk:
-            return len(chunk)
+        if dry_run:
+            return sum(1 for _ in _matching(topic, flt, None))
         cursor = _handled_cursor(topic)
-        _mark_handled(cursor, chunk)
-        await topic.service.store.transaction([cursor.commit_op()])
+        async with topic.service.store.transaction() as txn:
+            await txn.lock(cursor)
+            chunk = list(_matching(topic, flt, None))
+            if not chunk:
+                return 0
+            _mark_handled(txn, cursor, chunk)
+            try:
+                await txn.commit()
+            except StorageError as exc:
+                topic.service.storage_failed("purge", exc, f"{len(chunk)} dead letters of {topic.name}")
+                raise
         return len(chunk)

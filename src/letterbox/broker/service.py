@@ -46,9 +46,17 @@ class BrokerStats:
 
     def __init__(self) -> None:
         self.dead_letters_by_reason: dict[str, int] = {}
+        # storage transactions of message moves that failed (the messages stayed where they
+        # were), by operation: dead_letter, move, redrive, purge, expire
+        self.storage_failures_by_operation: dict[str, int] = {}
 
     def dead_lettered(self, reason: str, messages: int) -> None:
         self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + messages
+
+    def storage_failed(self, operation: str) -> int:
+        n = self.storage_failures_by_operation.get(operation, 0) + 1
+        self.storage_failures_by_operation[operation] = n
+        return n
 
 
 class BrokerService:
@@ -77,6 +85,7 @@ class BrokerService:
         self.started_at = time.time()
         self._tasks: set[asyncio.Future[None]] = set()
         self._housekeeping: asyncio.TimerHandle | None = None
+        self._failures_logged: set[tuple[str, float]] = set()
 
     # --- lifecycle -------------------------------------------------------
     async def start(self) -> None:
@@ -149,6 +158,15 @@ class BrokerService:
         await self.store.close()
         self.data_dir_lock.release()
 
+    def storage_failed(self, operation: str, exc: BaseException, what: str) -> None:
+        """A move's storage transaction failed (nothing moved): count it; log one line
+        (no traceback) per operation and degraded period, the repeats at debug level."""
+        n = self.stats.storage_failed(operation)
+        key = (operation, self.store.health.since)
+        level = logging.DEBUG if key in self._failures_logged else logging.WARNING
+        self._failures_logged.add(key)
+        log.log(level, "%s of %s failed, nothing moved (failure %d): %s", operation, what, n, exc)
+
     # --- naming ----------------------------------------------------------
     def new_producer_name(self) -> str:
         return f"{self._name_prefix}-{next(self._producer_ids)}"
@@ -178,6 +196,19 @@ class BrokerService:
             topic = PersistentTopic(self, name, ledger)
         self.topics[key] = topic
         return topic
+
+    def persistent_topic(self, name: TopicName, create: bool = True) -> PersistentTopic:
+        """The persistent topic `name`, loaded or (with `create`) created; NotAllowed for a
+        non-persistent name, TopicNotFound as get_topic."""
+        if not name.persistent:
+            raise NotAllowed(f"topic {name} must be persistent")
+        topic = self.get_topic(name, create)
+        if not isinstance(topic, PersistentTopic):  # cannot happen: persistent names load one
+            raise NotAllowed(f"topic {name} must be persistent")
+        return topic
+
+    def loaded_persistent_topics(self) -> list[PersistentTopic]:
+        return [t for t in self.topics.values() if isinstance(t, PersistentTopic)]
 
     def _may_auto_create(self, name: TopicName) -> bool:
         if self.config.auto_topic_creation:

@@ -20,6 +20,8 @@ from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.dead_letters import HANDLED_SUBSCRIPTION
 from letterbox.message_properties import REASON_EXPIRED
 from letterbox.protocol import commands
+from letterbox.storage.errors import StorageError
+from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
@@ -64,13 +66,26 @@ async def skip(sub: Subscription, n: int) -> int:
     return len(ids)
 
 
-async def _ack_through(sub: Subscription, last: int) -> None:
-    """Acknowledge every entry up to `last` (inclusive), durably."""
-    pending = [e for c in sub.consumers for e in c.pending if e <= last]
-    if last > sub.cursor.mark_delete.entry_id:
-        sub.cursor.ack_cumulative(last)
-    _forget(sub, pending)
-    await sub.cursor.flush()
+async def _ack_through(sub: Subscription, last: int, operation: str = "clear_backlog") -> None:
+    """Acknowledge every entry up to `last` (inclusive), durably: in one transaction for a
+    durable subscription, whose in-memory state changes only once it committed."""
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        if last > cursor.mark_delete.entry_id:
+            cursor.ack_cumulative(last)
+        _forget(sub, [e for c in sub.consumers for e in c.pending if e <= last])
+        return
+    service = sub.topic.service
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)
+        if last > cursor.mark_delete.entry_id:
+            txn.ack_cumulative(cursor, last)
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed(operation, exc, f"{sub.topic.name}/{sub.name} through {last}")
+            raise
+    _forget(sub, [e for c in sub.consumers for e in c.pending if e <= last])
 
 
 async def clear_backlog(sub: Subscription) -> None:
@@ -103,7 +118,7 @@ async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = N
     dl = sub.policy.dead_letter if sub.durable else None
     if dl is None:
         ids = unacked_entries(sub, below=boundary)
-        await _ack_through(sub, boundary - 1)
+        await _ack_through(sub, boundary - 1, "expire")
         return len(ids)
     expired = 0
     while True:

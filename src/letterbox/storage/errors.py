@@ -1,6 +1,8 @@
 # Exceptions raised by the storage layer. Everything derives from StorageError.
 from __future__ import annotations
 
+import sqlite3
+
 
 class StorageError(Exception):
     """Base class of storage failures."""
@@ -11,4 +13,26 @@ class StoreClosedError(StorageError):
 
 
 class LedgerClosedError(StorageError):
-    """The ledger was deleted, or fenced after a failed write (reopen the store to recover)."""
+    """The ledger was deleted, or fenced after a write failed for a reason other than a
+    storage fault (reopen the store to recover)."""
+
+
+class LedgerRecovering(StorageError):
+    """A write to the ledger failed on a storage fault; it accepts appends again as soon as
+    the appends in flight have failed too (milliseconds). Retry."""
+
+
+class StorageFault(StorageError):
+    """The database refused a write (disk full, I/O error, read-only): retry later."""
+
+
+def is_storage_fault(exc: BaseException) -> bool:
+    """A failure of the storage medium (the write may succeed later), as opposed to a bug
+    or a constraint violation."""
+    return isinstance(exc, sqlite3.OperationalError | StorageFault | LedgerRecovering)
+
+
+def is_read_only(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and (
+        getattr(exc, "sqlite_errorcode", 0) & 0xFF == 8 or "readonly" in str(exc)
+    )

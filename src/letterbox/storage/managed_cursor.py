@@ -9,15 +9,20 @@
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
 #     (it would have been absorbed into mark_delete);
 #   * an entry is never both in a range and in the bitset map.
-# Persistence: every mutation marks the cursor dirty; the Store serializes dirty cursors on the
-# loop thread (next loop iteration) into ONE CursorWriteOp per cursor, i.e. one whole-state
-# record (versioned JSON, so fields can be added). flush() forces this and awaits durability.
-# Mark-delete moves ask the ledger for a (debounced) trim.
+# Persistence: every mutation marks the cursor dirty and reports it to its ledger (a callback;
+# the cursor never touches the store); the Store serializes dirty cursors on the loop thread
+# (next loop iteration) into ONE CursorWriteOp per cursor, i.e. one whole-state record
+# (versioned JSON, so fields can be added); a write that fails marks the cursor dirty again.
+# flush() forces this and awaits durability. Mark-delete moves ask the ledger for a
+# (debounced) trim.
+# Transactions (transaction.py): one at a time per cursor (`txn_lock`). While one is in
+# flight the cursor is not written in the background (its record is the transaction's);
+# the transaction's acks are applied to this object only after it committed.
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
@@ -42,17 +47,22 @@ class CursorLedger(Protocol):
 
     def _schedule_trim(self) -> None: ...
 
-    def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
-
     def _cursor_clean(self, cursor: ManagedCursor) -> None: ...
 
     def _write(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]: ...
 
 
 class ManagedCursor:
-    def __init__(self, ledger: CursorLedger, name: str, mark_delete_entry_id: int) -> None:
+    def __init__(
+        self,
+        ledger: CursorLedger,
+        name: str,
+        mark_delete_entry_id: int,
+        on_dirty: Callable[[ManagedCursor], None] | None = None,
+    ) -> None:
         self.name = name
         self.ledger = ledger
+        self._on_dirty = on_dirty  # told once per clean -> dirty change (schedules a write)
         self._md = mark_delete_entry_id
         self._ranges = RangeSet()
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
@@ -60,6 +70,7 @@ class ManagedCursor:
         self._redelivery: dict[int, int] = {}  # entry_id -> times redelivered (unacked only)
         self._dirty = False
         self._deleted = False
+        self.txn_lock = asyncio.Lock()  # held by the Transaction that writes this cursor
 
     # ---- state ----
 
@@ -184,17 +195,26 @@ class ManagedCursor:
         size, mask = b
         return frozenset(i for i in range(size) if mask >> i & 1)
 
-    def commit_op(self) -> CursorWriteOp:
-        """This cursor's state as an op for a multi-op Store.transaction. It also takes the
-        cursor off the background flush list, so the new state is first written by that
-        transaction (an ack made for an atomic dead-letter move is never persisted
-        without the move)."""
-        self.ledger._cursor_clean(self)
-        return self._snapshot_op()
+    @property
+    def in_transaction(self) -> bool:
+        return self.txn_lock.locked()
 
     async def flush(self) -> None:
-        self.ledger._cursor_clean(self)
-        await self.ledger._write([self._snapshot_op()])
+        """Write the current state now and wait until it is durable."""
+        async with self.txn_lock:
+            self.ledger._cursor_clean(self)
+            await self.ledger._write([self._snapshot_op()])
+
+    def detached_copy(self) -> ManagedCursor:
+        """A copy whose mutations change nothing else (no dirty report, no trim): a
+        transaction applies its acks to it to serialize the state they lead to."""
+        c = ManagedCursor(self.ledger, self.name, self._md)
+        c._ranges = RangeSet(self._ranges.to_list())
+        c._batches = dict(self._batches)
+        c.properties = dict(self.properties)
+        c._redelivery = dict(self._redelivery)
+        c._deleted = True  # never reported dirty
+        return c
 
     # ---- internals ----
 
@@ -203,19 +223,24 @@ class ManagedCursor:
         self._md = md
         if self._redelivery and moved_forward:
             self._redelivery = {k: v for k, v in self._redelivery.items() if k > md}
-        if moved_forward:
+        if moved_forward and not self._deleted:
             self.ledger._schedule_trim()
 
     def _touch(self) -> None:
         if not self._dirty and not self._deleted:
             self._dirty = True
-            self.ledger._cursor_dirty(self)
+            if self._on_dirty is not None:
+                self._on_dirty(self)
 
     def _snapshot_op(self) -> CursorWriteOp:
         """Serialize the current state into a write op (usable in a multi-op transaction,
         e.g. together with an AppendOp for an atomic dead-letter move)."""
         self._dirty = False
-        return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state())
+        return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state(), self._write_failed)
+
+    def _write_failed(self) -> None:
+        """A write of this cursor did not commit: write it again (the Store backs off)."""
+        self._touch()
 
     def to_state(self) -> bytes:
         doc: dict[str, Any] = {
@@ -229,11 +254,17 @@ class ManagedCursor:
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
-    def from_state(cls, ledger: CursorLedger, name: str, state: bytes) -> ManagedCursor:
+    def from_state(
+        cls,
+        ledger: CursorLedger,
+        name: str,
+        state: bytes,
+        on_dirty: Callable[[ManagedCursor], None] | None = None,
+    ) -> ManagedCursor:
         doc = json.loads(state)
         if int(doc.get("v", 0)) > STATE_VERSION:
             raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")
-        c = cls(ledger, name, int(doc["md"]))
+        c = cls(ledger, name, int(doc["md"]), on_dirty)
         c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
         c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
         c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}

@@ -10,7 +10,13 @@
 #   _cache contiguous tail of recent entries (shared, bounded EntryCache in the Store)
 #   _seq / _pushed_seq  durable / in-flight last sequence id per producer
 # Invariants: _first <= _lc + 1 <= _next; stored entry ids are exactly [_first, _lc] (plus
-# in-flight ones); reads never return entries > _lc or < _first.
+# in-flight ones); reads never return entries > _lc or < _first; the tail cache holds only
+# committed entries (added on commit).
+# A failed append (storage fault: disk full, I/O error, read-only) does not close the ledger:
+# the writer fences it so no later append commits after the gap, new appends are refused
+# (LedgerRecovering) until every append in flight has failed too, then the ledger gives the
+# ids back (_next = _lc + 1) and is unfenced. Any other failure (a bug, a UNIQUE conflict of
+# a second writer) fences it for good.
 from __future__ import annotations
 
 import asyncio
@@ -18,44 +24,15 @@ import logging
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
-from .cache import EntryCache, LedgerCache
+from .cache import LedgerCache
 from .entry import Entry
-from .errors import LedgerClosedError
+from .errors import LedgerClosedError, LedgerRecovering, is_storage_fault
+from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
-from .ops import AppendOp, DeleteCursorOp, TrimOp, WriteOp
+from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
 from .position import Position
-
-T = TypeVar("T")
-
-
-class LedgerStore(Protocol):
-    """What a ledger uses of its store (Store implements it; storage-internal)."""
-
-    trim_interval: float
-    _cache: EntryCache
-    _loop: asyncio.AbstractEventLoop | None
-
-    def _check_open(self) -> None: ...
-
-    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]: ...
-
-    def _submit_background(self, ops: Sequence[WriteOp]) -> None: ...
-
-    def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
-
-    def _cursor_clean(self, cursor: ManagedCursor) -> None: ...
-
-    def _read_range(
-        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Entry]
-    ) -> int: ...
-
-    def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None: ...
-
-    def _first_entries_over(self, ledger_id: int, first: int, last: int, nbytes: int) -> int: ...
-
-    def _sum_sizes(self, ledger_id: int, first: int, last: int) -> int: ...
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +51,7 @@ class ManagedLedger:
         cum_messages: array[int] | None = None,
         size_bytes: int = 0,
         sequences: dict[str, int] | None = None,
+        created: bool = True,
     ) -> None:
         self._store = store
         self.name = name
@@ -96,6 +74,9 @@ class ManagedLedger:
         self._cache = LedgerCache(next_entry_id)
         self._trim_handle: asyncio.TimerHandle | None = None
         self._closed_reason: str | None = None
+        self._created = created  # the ledger's row is stored
+        self._inflight = 0  # appends submitted, not yet committed or failed
+        self._failed: BaseException | None = None  # a storage fault, until the ids are given back
 
     # ---- positions & stats ----
 
@@ -140,9 +121,19 @@ class ManagedLedger:
         sequence_id: int | None = None,
     ) -> asyncio.Future[Position]:
         """Assign the next entry id now; the future resolves when the entry is durable.
-        Raises LedgerClosedError / StoreClosedError synchronously if writing is impossible."""
+        Raises LedgerClosedError / StoreClosedError / LedgerRecovering synchronously if
+        writing is impossible now."""
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id)
-        return self._store._submit([op], op.entry.position)
+        return self._store._submit([*self._create_ops(), op], op.entry.position)
+
+    def _create_ops(self) -> list[WriteOp]:
+        """The ledger's row, until it is stored (rides along with appends; idempotent)."""
+        if self._created:
+            return []
+        return [CreateLedgerOp(self.name, self.ledger_id, self._first, ledger=self)]
+
+    def _on_created(self) -> None:
+        self._created = True
 
     def _prepare_append(
         self,
@@ -152,10 +143,12 @@ class ManagedLedger:
         producer_name: str | None = None,
         sequence_id: int | None = None,
     ) -> AppendOp:
-        """Assign an id and build the AppendOp without submitting it (for multi-op
-        transactions via Store.transaction)."""
+        """Assign an id and build the AppendOp without submitting it (storage-internal:
+        Transaction and append() submit it)."""
         if self._closed_reason is not None:
             raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
+        if self._failed is not None:
+            raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
         self._store._check_open()
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
@@ -163,18 +156,49 @@ class ManagedLedger:
         self._next = eid + 1
         entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time)
         self._cum.append((self._cum[-1] if self._cum else self._cum_before) + num_messages)
-        self._store._cache.add(self._cache, entry)
         if producer_name is not None and sequence_id is not None:
             self._pushed_seq[producer_name] = sequence_id
+        self._inflight += 1
         return AppendOp(self, entry, producer_name, sequence_id)
 
+    def _cancel_append(self, op: AppendOp) -> None:
+        """Give back the id of the last reserved append, never submitted (a transaction
+        whose later append could not be prepared)."""
+        assert op.entry.position.entry_id == self._next - 1
+        self._next -= 1
+        self._cum.pop()
+        self._inflight -= 1
+
     def _on_append_committed(self, op: AppendOp) -> None:
+        self._inflight -= 1
         eid = op.entry.position.entry_id
         if eid > self._lc:
             self._lc = eid
+        self._store._cache.add(self._cache, op.entry)
         self._size += len(op.entry.data)
         if op.producer_name is not None and op.sequence_id is not None:
             self._seq[op.producer_name] = op.sequence_id
+
+    def _on_append_failed(self, exc: BaseException) -> None:
+        self._inflight -= 1
+        if self._failed is None and self._closed_reason is None:
+            if not is_storage_fault(exc):
+                log.error("ledger %s fenced after failed append: %s", self.name, exc)
+                self._closed_reason = "fenced"
+                return
+            self._failed = exc
+            self._store._storage_fault(exc)
+        if self._failed is not None and self._inflight == 0:
+            self._give_back_ids()
+
+    def _give_back_ids(self) -> None:
+        """Every append after the last committed one failed: forget them and let appends
+        commit again from _lc + 1 (the UnfenceOp is queued before any new append)."""
+        self._next = self._lc + 1
+        del self._cum[max(self._next - self._cum_base, 0):]
+        self._pushed_seq = dict(self._seq)
+        self._failed = None
+        self._store._submit_background([UnfenceOp(self.ledger_id)])
 
     def _notify_confirmed(self) -> None:
         pos = self.last_confirmed
@@ -184,17 +208,15 @@ class ManagedLedger:
             except Exception:
                 log.exception("confirm listener failed for ledger %s", self.name)
 
-    def _fence(self, exc: BaseException) -> None:
-        if self._closed_reason is None:
-            log.error("ledger %s fenced after failed append: %s", self.name, exc)
-            self._closed_reason = "fenced"
-
     def last_sequence_id(self, producer_name: str) -> int:
         """Last DURABLE sequence id of the producer (-1 if unknown)."""
         return self._seq.get(producer_name, -1)
 
     def last_pushed_sequence_id(self, producer_name: str) -> int:
-        """Last sequence id appended, including appends not yet durable (for dedup checks)."""
+        """Last sequence id appended, including appends not yet durable (for dedup checks);
+        while failed appends are being given back, the last durable one."""
+        if self._failed is not None:
+            return self._seq.get(producer_name, -1)
         return self._pushed_seq.get(producer_name, -1)
 
     def add_confirm_listener(self, cb: Callable[[Position], None]) -> None:
@@ -274,13 +296,10 @@ class ManagedLedger:
         if self._closed_reason == "deleted":
             raise LedgerClosedError(f"ledger {self.name!r} is deleted")
         md = self._lc if initial_position == "latest" else self._first - 1
-        c = ManagedCursor(self, name, md)
+        c = ManagedCursor(self, name, md, self._store._cursor_dirty)
         self._cursors[name] = c
         c._touch()
         return c
-
-    def _cursor_dirty(self, cursor: ManagedCursor) -> None:
-        self._store._cursor_dirty(cursor)
 
     def _cursor_clean(self, cursor: ManagedCursor) -> None:
         self._store._cursor_clean(cursor)
@@ -289,7 +308,7 @@ class ManagedLedger:
         return self._store._submit(ops, None)
 
     def _restore_cursor(self, name: str, state: bytes) -> None:
-        self._cursors[name] = ManagedCursor.from_state(self, name, state)
+        self._cursors[name] = ManagedCursor.from_state(self, name, state, self._store._cursor_dirty)
 
     async def delete_cursor(self, name: str) -> None:
         c = self._cursors.pop(name, None)
@@ -318,9 +337,12 @@ class ManagedLedger:
         if upto < self._first:
             return
         # persist this ledger's dirty cursors in the same transaction as the delete
-        ops: list[WriteOp] = [c._snapshot_op() for c in self._cursors.values() if c._dirty]
+        # (a cursor inside a transaction is written by it, not here)
+        ops: list[WriteOp] = []
         for c in self._cursors.values():
-            self._store._cursor_clean(c)
+            if c._dirty and not c.in_transaction:
+                ops.append(c._snapshot_op())
+                self._store._cursor_clean(c)
         ops.append(TrimOp(self, upto))
         self._first = upto + 1
         k = self._first - self._cum_base

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Protocol
 
 from .entry import Entry
@@ -24,11 +25,14 @@ class OpLedger(Protocol):
 
     def _on_append_committed(self, op: AppendOp) -> None: ...
 
-    def _fence(self, exc: BaseException) -> None: ...
+    def _on_append_failed(self, exc: BaseException) -> None: ...
+
+    def _on_created(self) -> None: ...
 
     def _on_trim_committed(self, freed_bytes: int) -> None: ...
 
     def _notify_confirmed(self) -> None: ...
+
 
 INSERT_ENTRY = (
     "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
@@ -102,26 +106,36 @@ class AppendOp(WriteOp):
         self.ledger._on_append_committed(self)
 
     def on_fail(self, exc: BaseException) -> None:
-        self.ledger._fence(exc)
+        self.ledger._on_append_failed(exc)
 
 
 class CreateLedgerOp(WriteOp):
-    __slots__ = ("first_entry_id", "ledger_id", "name")
+    """The ledger's row. Idempotent: it rides along with the ledger's appends until one
+    commit has stored it, so entries never commit without their ledger (even when the
+    first attempt failed on a full disk)."""
 
-    def __init__(self, name: str, ledger_id: int, first_entry_id: int = 0) -> None:
+    __slots__ = ("first_entry_id", "ledger", "ledger_id", "name")
+
+    def __init__(self, name: str, ledger_id: int, first_entry_id: int = 0,
+                 ledger: OpLedger | None = None) -> None:
         self.name = name
         self.ledger_id = ledger_id
         self.first_entry_id = first_entry_id
+        self.ledger = ledger
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
-            "INSERT INTO ledgers (name, ledger_id, first_entry_id) VALUES (?, ?, ?)",
+            "INSERT OR IGNORE INTO ledgers (name, ledger_id, first_entry_id) VALUES (?, ?, ?)",
             (self.name, self.ledger_id, self.first_entry_id),
         )
         conn.execute(
             "UPDATE counters SET value = max(value, ?) WHERE name = 'next_ledger_id'",
             (self.ledger_id + 1,),
         )
+
+    def on_commit(self) -> None:
+        if self.ledger is not None:
+            self.ledger._on_created()
 
 
 class DeleteLedgerOp(WriteOp):
@@ -166,14 +180,17 @@ class TrimOp(WriteOp):
 
 
 class CursorWriteOp(WriteOp):
-    """Rewrite one cursor's whole state record (serialized on the loop thread)."""
+    """Rewrite one cursor's whole state record (serialized on the loop thread).
+    `failed` (optional) runs on the loop thread if the write did not commit."""
 
-    __slots__ = ("ledger_id", "name", "state")
+    __slots__ = ("failed", "ledger_id", "name", "state")
 
-    def __init__(self, ledger_id: int, name: str, state: bytes) -> None:
+    def __init__(self, ledger_id: int, name: str, state: bytes,
+                 failed: Callable[[], None] | None = None) -> None:
         self.ledger_id = ledger_id
         self.name = name
         self.state = state
+        self.failed = failed
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
@@ -181,6 +198,10 @@ class CursorWriteOp(WriteOp):
             "ON CONFLICT (ledger_id, name) DO UPDATE SET state = excluded.state",
             (self.ledger_id, self.name, self.state),
         )
+
+    def on_fail(self, exc: BaseException) -> None:
+        if self.failed is not None:
+            self.failed()
 
 
 class DeleteCursorOp(WriteOp):
@@ -197,11 +218,13 @@ class DeleteCursorOp(WriteOp):
 
 
 class MetadataOp(WriteOp):
-    __slots__ = ("key", "value")
+    __slots__ = ("committed", "key", "value")
 
-    def __init__(self, key: str, value: str | None) -> None:
+    def __init__(self, key: str, value: str | None,
+                 committed: Callable[[str, str | None], None] | None = None) -> None:
         self.key = key
         self.value = value
+        self.committed = committed
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         if self.value is None:
@@ -212,3 +235,32 @@ class MetadataOp(WriteOp):
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (self.key, self.value),
             )
+
+    def on_commit(self) -> None:
+        if self.committed is not None:
+            self.committed(self.key, self.value)
+
+
+class UnfenceOp(WriteOp):
+    """Lets appends of a ledger commit again after it gave back the ids of failed appends
+    (queued after every append that could have followed the failed one)."""
+
+    __slots__ = ("ledger_id",)
+
+    def __init__(self, ledger_id: int) -> None:
+        self.ledger_id = ledger_id
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        fenced.discard(self.ledger_id)
+
+
+class ProbeOp(WriteOp):
+    """A one-row write that tells whether the database accepts writes again."""
+
+    __slots__ = ()
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        conn.execute(
+            "INSERT INTO counters (name, value) VALUES ('write_probe', 1) "
+            "ON CONFLICT (name) DO UPDATE SET value = value + 1"
+        )

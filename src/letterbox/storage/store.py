@@ -12,12 +12,12 @@
 #   * Dirty cursors are serialized once per loop iteration and written in the writer's next
 #     transaction.
 #
+#   * Storage faults (disk full, I/O error, read-only) are survivable: the failed writes fail
+#     their callers, the store turns degraded (health.py) and retries with backoff; the first
+#     commit that succeeds makes it healthy again. Nothing is fenced for good by a fault.
+#
 # Multi-op atomic transactions (e.g. a dead-letter move: append to ledger A and ack in cursor B
-# atomically):
-#     op = dlq_ledger._prepare_append(data, n, publish_time)   # assigns the entry id
-#     cursor.ack([entry_id])                                    # in-memory mutation
-#     await store.transaction([op, cursor._snapshot_op()])      # one txn: both or neither
-# If the transaction fails, the appended ledger is fenced (like any failed append).
+# atomically) are composed with the public Transaction (transaction.py): store.transaction().
 from __future__ import annotations
 
 import asyncio
@@ -29,12 +29,14 @@ from typing import Any, TypeVar
 
 from .cache import EntryCache
 from .entry import Entry
-from .errors import StoreClosedError
+from .errors import StoreClosedError, is_storage_fault
+from .health import StorageHealth
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, WriteOp
+from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
 from .position import Position
 from .schema import SyncMode, db_path, load_state, open_reader
+from .transaction import Transaction
 from .writer import Submission, Writer
 
 __all__ = ["Store", "SyncMode"]
@@ -71,6 +73,8 @@ class Store:
         self._dirty_cursors: dict[ManagedCursor, None] = {}  # insertion-ordered set
         self._flush_scheduled = False
         self._closing = False
+        self.health = StorageHealth()
+        self._retry: asyncio.TimerHandle | None = None
 
     # ---- lifecycle ----
 
@@ -107,6 +111,9 @@ class Store:
             return
         self._flush_dirty_cursors()
         self._closing = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         for led in self._ledgers.values():
             led._close("closed")
         await self._submit_unchecked([], None)  # barrier: everything queued before is durable
@@ -136,9 +143,9 @@ class Store:
         self._check_open()
         lid = self._next_ledger_id
         self._next_ledger_id += 1
-        led = ManagedLedger(self, name, lid)
+        led = ManagedLedger(self, name, lid, created=False)
         self._ledgers[name] = led
-        self._submit_background([CreateLedgerOp(name, lid)])
+        self._submit_background([CreateLedgerOp(name, lid, ledger=led)])
         return led
 
     async def delete_ledger(self, name: str) -> None:
@@ -158,11 +165,14 @@ class Store:
         return self._metadata.get(key)
 
     async def put_metadata(self, key: str, value: str | None) -> None:
+        """Store (None: delete) a metadata value; get_metadata sees it once it committed."""
+        await self._submit([MetadataOp(key, value, self._metadata_committed)], None)
+
+    def _metadata_committed(self, key: str, value: str | None) -> None:
         if value is None:
             self._metadata.pop(key, None)
         else:
             self._metadata[key] = value
-        await self._submit([MetadataOp(key, value)], None)
 
     def metadata_items(self, prefix: str) -> list[tuple[str, str]]:
         return sorted((k, v) for k, v in self._metadata.items() if k.startswith(prefix))
@@ -184,9 +194,10 @@ class Store:
         self._writer.submit(Submission(ops, fut, result))
         return fut
 
-    def transaction(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
-        """Commit several ops atomically (see the module comment)."""
-        return self._submit(ops, None)
+    def transaction(self) -> Transaction:
+        """A new atomic step of appends and cursor acknowledgements (see transaction.py)."""
+        self._check_open()
+        return Transaction(self)
 
     async def barrier(self) -> None:
         """Resolves once everything submitted before it is durable (incl. dirty cursors)."""
@@ -199,9 +210,11 @@ class Store:
     def _complete(self, group: list[Submission]) -> None:
         """Loop thread: apply committed ops to memory, resolve futures, notify listeners."""
         touched: dict[OpLedger, None] = {}
+        committed = False
         for sub in group:
             err = sub.error
             if err is None:
+                committed |= bool(sub.ops)
                 for op in sub.ops:
                     op.on_commit()
                     if isinstance(op, AppendOp):
@@ -209,15 +222,41 @@ class Store:
                 if not sub.future.done():
                     sub.future.set_result(sub.result)
             else:
+                if is_storage_fault(err):
+                    self._storage_fault(err)
                 for op in sub.ops:
                     op.on_fail(err)
                 if not sub.future.done():
                     sub.future.set_exception(err)
+        if committed and self.health.committed():
+            log.warning("storage writes succeed again: the broker is healthy")
+            self._schedule_flush()
         for led in touched:
             led._notify_confirmed()
 
+    def _storage_fault(self, exc: BaseException) -> None:
+        """A write failed on a storage fault: degraded until a commit succeeds; retry."""
+        if self.health.failed(exc):
+            log.warning("storage write failed (%s): the broker is degraded; SENDs and "
+                        "acknowledgements that need the disk fail until writes succeed again", exc)
+        if self._retry is None and self._loop is not None and not self._closing:
+            self._retry = self._loop.call_later(self.health.next_delay(), self._retry_writes)
+
+    def _retry_writes(self) -> None:
+        """While degraded: a probe write and the dirty cursors, again with backoff."""
+        self._retry = None
+        if not self.health.degraded or self._writer is None or self._closing:
+            return
+        self._submit_background([ProbeOp()])
+        self._flush_dirty_cursors()
+        self._retry = self._loop.call_later(self.health.next_delay(), self._retry_writes) if self._loop else None
+
     def _cursor_dirty(self, cursor: ManagedCursor) -> None:
         self._dirty_cursors[cursor] = None
+        if not self.health.degraded:  # while degraded, _retry_writes flushes with backoff
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
         if not self._flush_scheduled and self._loop is not None and not self._closing:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_dirty_cursors)
@@ -230,8 +269,14 @@ class Store:
         self._flush_scheduled = False
         if not self._dirty_cursors or self._writer is None or self._closing:
             return
-        ops: list[WriteOp] = [c._snapshot_op() for c in self._dirty_cursors if not c._deleted]
-        self._dirty_cursors.clear()
+        ops: list[WriteOp] = []
+        waiting: dict[ManagedCursor, None] = {}
+        for c in self._dirty_cursors:
+            if c.in_transaction:  # written by its transaction; again when it ends
+                waiting[c] = None
+            elif not c._deleted:
+                ops.append(c._snapshot_op())
+        self._dirty_cursors = waiting
         if ops:
             self._submit_background(ops)
 
@@ -292,5 +337,6 @@ class Store:
 
 
 def _log_failure(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled() and fut.exception() is not None:
-        log.error("background storage write failed: %s", fut.exception())
+    exc = None if fut.cancelled() else fut.exception()
+    if exc is not None and not is_storage_fault(exc):  # faults: one line from _storage_fault
+        log.error("background storage write failed: %s", exc)

@@ -1,0 +1,154 @@
+# Transaction: the public way to compose one atomic storage step above the storage layer
+# (the broker's dead-letter move, a message move, a redrive chunk, a purge): appends to any
+# ledgers plus acknowledgements in any cursors, committed by the writer thread in ONE SQLite
+# transaction (one writer submission, see writer.py), or not at all.
+#
+#     async with store.transaction() as txn:
+#         await txn.lock(cursor)            # one transaction per cursor at a time
+#         if cursor.is_acked(eid): ...      # decide on a state nobody else is moving
+#         txn.append(dlq_ledger, data, 1, now)
+#         txn.ack(cursor, [eid])
+#         await txn.commit()                # raises the storage error if it failed
+#
+# Invariants:
+#   * nothing in memory changes before commit(): appends and acks are only recorded;
+#   * commit() assigns the entry ids (in call order, after the ledger's other appends so far)
+#     and serializes each cursor's NEW state from a detached copy, the live cursor untouched;
+#   * after the writer committed, the acks are applied to the live cursors and the entries
+#     are confirmed to their ledgers (readers, the tail cache, listeners) -- in that order;
+#   * if it failed, the cursors are as they were (the messages stay where they are,
+#     redeliverable) and the ledgers give the reserved ids back (managed_ledger.py);
+#   * a cursor locked by a transaction is not written in the background meanwhile, so a
+#     record without the transaction's acks never overwrites the transaction's record.
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Protocol, TypeVar
+
+from .errors import StorageError
+from .managed_cursor import ManagedCursor
+from .managed_ledger import ManagedLedger
+from .ops import AppendOp, WriteOp
+from .position import Position
+
+T = TypeVar("T")
+CursorChange = Callable[[ManagedCursor], object]
+
+
+class TransactionStore(Protocol):
+    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]: ...
+
+    def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
+
+
+class PendingAppend:
+    """One append of a transaction; `position` is known once commit() was called."""
+
+    __slots__ = ("data", "ledger", "num_messages", "op", "publish_time")
+
+    def __init__(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int) -> None:
+        self.ledger = ledger
+        self.data = data
+        self.num_messages = num_messages
+        self.publish_time = publish_time
+        self.op: AppendOp | None = None
+
+    @property
+    def position(self) -> Position:
+        if self.op is None:
+            raise StorageError("the position of an append is known after commit()")
+        return self.op.entry.position
+
+
+class Transaction:
+    def __init__(self, store: TransactionStore) -> None:
+        self._store = store
+        self._appends: list[PendingAppend] = []
+        self._changes: dict[ManagedCursor, list[CursorChange]] = {}
+        self._locked: list[ManagedCursor] = []
+        self._done = False
+
+    async def __aenter__(self) -> Transaction:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._release()
+
+    async def lock(self, cursor: ManagedCursor) -> None:
+        """Wait until no other transaction holds `cursor`, then hold it until this one ends."""
+        if cursor not in self._locked:
+            await cursor.txn_lock.acquire()
+            self._locked.append(cursor)
+
+    # ---- recording ----
+
+    def append(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int) -> PendingAppend:
+        if num_messages < 1:
+            raise ValueError("num_messages must be >= 1")
+        pending = PendingAppend(ledger, bytes(data), num_messages, publish_time)
+        self._appends.append(pending)
+        return pending
+
+    def next_entry_id(self, ledger: ManagedLedger) -> int:
+        """The id the next append of this transaction to `ledger` is expected to get."""
+        return ledger.next_entry_id + sum(1 for a in self._appends if a.ledger is ledger)
+
+    def ack(self, cursor: ManagedCursor, entry_ids: Iterable[int]) -> None:
+        ids = list(entry_ids)
+        self._change(cursor, lambda c: c.ack(ids))
+
+    def ack_batch_mask(self, cursor: ManagedCursor, entry_id: int, batch_size: int, mask: int) -> None:
+        self._change(cursor, lambda c: c.ack_batch_mask(entry_id, batch_size, mask))
+
+    def ack_cumulative(self, cursor: ManagedCursor, entry_id: int) -> None:
+        self._change(cursor, lambda c: c.ack_cumulative(entry_id))
+
+    def _change(self, cursor: ManagedCursor, change: CursorChange) -> None:
+        if cursor not in self._locked:
+            raise StorageError(f"lock cursor {cursor.name!r} in the transaction before changing it")
+        self._changes.setdefault(cursor, []).append(change)
+
+    # ---- commit ----
+
+    async def commit(self) -> None:
+        """Write everything in one storage transaction; apply it in memory once committed.
+        Raises the storage error (nothing changed in memory) if it did not commit."""
+        if self._done:
+            raise StorageError("transaction already committed or aborted")
+        self._done = True
+        ops: list[WriteOp] = []
+        created: set[ManagedLedger] = set()
+        try:
+            for a in self._appends:
+                if a.ledger not in created:
+                    created.add(a.ledger)
+                    ops.extend(a.ledger._create_ops())
+                a.op = a.ledger._prepare_append(a.data, a.num_messages, a.publish_time)
+                ops.append(a.op)
+        except BaseException:
+            for a in reversed(self._appends):  # give back the ids already reserved
+                if a.op is not None:
+                    a.ledger._cancel_append(a.op)
+                    a.op = None
+            raise
+        for cursor, changes in self._changes.items():
+            copy = cursor.detached_copy()
+            for change in changes:
+                change(copy)
+            ops.append(copy._snapshot_op())
+        await self._store._submit(ops, None)
+        for cursor, changes in self._changes.items():
+            for change in changes:
+                change(cursor)
+
+    def _release(self) -> None:
+        self._done = True
+        for cursor in self._locked:
+            cursor.txn_lock.release()
+            if cursor._dirty and not cursor._deleted:  # changed meanwhile: write it now
+                self._store._cursor_dirty(cursor)
+        self._locked.clear()
