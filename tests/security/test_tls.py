@@ -5,6 +5,7 @@ client without a certificate is refused and one with a certificate gets its CN
 as role."""
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import urllib.request
@@ -33,7 +34,7 @@ def _round_trip(client: pulsar.Client, topic: str) -> None:
 
 
 def test_tls_client_trusting_the_ca_produces_and_consumes(secure_broker: Any, pki: Pki, broker_cert: Any) -> None:
-    b = secure_broker(tls_args(broker_cert, pki))
+    b = secure_broker([*tls_args(broker_cert, pki), "--advertised-address", "localhost"])
     assert "port" not in b.ports and "admin_port" not in b.ports  # plain listeners off
     client = _client(b.tls_url, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True)
     try:
@@ -46,6 +47,17 @@ def test_tls_client_trusting_the_ca_produces_and_consumes(secure_broker: Any, pk
     with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
         assert resp.status == 200
         assert "public" in resp.read().decode()
+    # ... and its HTTP lookup names the TLS listener, so an https:// service URL works too
+    lookup = f"https://localhost:{b.ports['admin_tls_port']}/lookup/v2/topic/persistent/public/default/x"
+    with urllib.request.urlopen(lookup, context=ctx, timeout=10) as resp:
+        urls = json.loads(resp.read())
+    assert urls["brokerUrlTls"] == f"pulsar+ssl://localhost:{b.ports['tls_port']}"
+    assert urls["httpUrlTls"] == f"https://localhost:{b.ports['admin_tls_port']}"
+    http_client = _client(f"https://localhost:{b.ports['admin_tls_port']}", tls_trust_certs_file_path=str(pki.ca))
+    try:
+        _round_trip(http_client, "tls-http-lookup")
+    finally:
+        http_client.close()
 
 
 def test_tls_alongside_the_plain_port(secure_broker: Any, pki: Pki, broker_cert: Any) -> None:

@@ -45,11 +45,7 @@ class ClusterRoutes:
     async def get_cluster(self, request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]
         if cluster == self.service.config.cluster_name:
-            host = self.admin.host(request)
-            return web.json_response({
-                "serviceUrl": f"http://{host}:{self.admin.port}",
-                "brokerServiceUrl": f"pulsar://{host}:{self.service.port}",
-            })
+            return web.json_response(self._own_urls(request))
         value = self.admin.registered_clusters().get(cluster)
         if value is None:
             raise AdminError(404, f"Cluster {cluster} does not exist")
@@ -84,15 +80,29 @@ class ClusterRoutes:
 
     async def lookup(self, request: web.Request) -> web.Response:
         topic_name(request)
-        host = self.admin.host(request)
-        broker = f"pulsar://{host}:{self.service.port}"
+        urls = self._own_urls(request)
+        broker = urls.get("brokerServiceUrl") or urls.get("brokerServiceUrlTls", "")
         return web.json_response({
             "brokerUrl": broker,
-            "brokerUrlTls": "",
-            "httpUrl": f"http://{host}:{self.admin.port}",
-            "httpUrlTls": "",
+            "brokerUrlTls": urls.get("brokerServiceUrlTls", ""),
+            "httpUrl": urls.get("serviceUrl") or urls.get("serviceUrlTls", ""),
+            "httpUrlTls": urls.get("serviceUrlTls", ""),
             "nativeUrl": broker,
         })
+
+    def _own_urls(self, request: web.Request) -> dict[str, str]:
+        """This broker's ClusterData URLs; a listener that is off is left out."""
+        host = self.admin.host(request)
+        urls: dict[str, str] = {}
+        if self.admin.port:
+            urls["serviceUrl"] = f"http://{host}:{self.admin.port}"
+        if self.admin.tls_port:
+            urls["serviceUrlTls"] = f"https://{host}:{self.admin.tls_port}"
+        if self.service.port:
+            urls["brokerServiceUrl"] = f"pulsar://{host}:{self.service.port}"
+        if self.service.tls_port:
+            urls["brokerServiceUrlTls"] = f"pulsar+ssl://{host}:{self.service.tls_port}"
+        return urls
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
