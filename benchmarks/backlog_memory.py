@@ -18,7 +18,7 @@ from pathlib import Path
 
 from _broker import Broker, memory_mb
 
-from letterbox.perf import run_produce
+from letterbox.cli.perf import run_produce
 
 
 def du_mb(path: Path) -> float:

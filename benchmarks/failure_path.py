@@ -41,7 +41,7 @@ from pathlib import Path
 import pulsar
 from _broker import Broker, cpu_seconds
 
-GIL_SWITCH_INTERVAL = 0.0005  # as letterbox.perf
+GIL_SWITCH_INTERVAL = 0.0005  # as letterbox.cli.perf
 SUBSCRIPTION = "work"
 POISON = ord("P")
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)

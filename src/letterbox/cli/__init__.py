@@ -95,7 +95,7 @@ def _register() -> None:
     from letterbox.cli.admin import admin
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
-    from letterbox.perf import perf
+    from letterbox.cli.perf import perf
 
     main.add_command(perf)
     main.add_command(admin)
