@@ -3,7 +3,9 @@
 # transaction, so a crash can neither duplicate nor lose a dead letter.
 # Default DLQ name: `<topic>-<subscription>-DLQ` in the source's namespace,
 # the topic being the partitioned parent for a partition (one DLQ per
-# subscription, not one per partition). A DLQ topic keeps its messages even
+# subscription, not one per partition); a dead letter topic is never given a
+# dead letter topic of its own (failure.naming.dead_letter_target). The
+# stamps are the failure core's table. A DLQ topic keeps its messages even
 # with no subscription (topics without cursors are never trimmed).
 from __future__ import annotations
 
@@ -13,16 +15,9 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.errors import NotAllowed
-from letterbox.message_properties import (
-    DEAD_LETTER_DESCRIPTION,
-    DEAD_LETTER_REASON,
-    DEAD_LETTER_SUBSCRIPTION,
-    DEAD_LETTER_TIME,
-    DELIVERY_COUNT,
-    FIRST_DELIVERY_TIME,
-    LAST_DELIVERY_TIME,
-    REASON_MAX_REDELIVERIES,
-)
+from letterbox.failure import PolicyError, dead_letter_target
+from letterbox.failure import dead_letter_stamps as stamps_of
+from letterbox.message_properties import REASON_MAX_REDELIVERIES
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
@@ -34,10 +29,10 @@ log = logging.getLogger("letterbox.dlq")
 
 
 def dead_letter_topic_name(source: TopicName, subscription: str, configured: str | None) -> TopicName:
-    if configured:
-        return TopicName.parse(configured)
-    parent = source.partitioned_parent
-    return TopicName(parent.domain, parent.tenant, parent.namespace, f"{parent.local}-{subscription}-DLQ")
+    try:
+        return TopicName.parse(dead_letter_target(str(source), subscription, configured))
+    except PolicyError as exc:
+        raise NotAllowed(str(exc)) from None
 
 
 def dead_letter_stamps(
@@ -51,19 +46,9 @@ def dead_letter_stamps(
     """The properties a dead letter gains: why, when, where from, and its deliveries.
     `last_delivery_counted`: the redelivery count already includes the delivery that
     failed last (a max-redeliveries decision counts it before deciding)."""
-    extra = {
-        DEAD_LETTER_REASON: reason,
-        DEAD_LETTER_TIME: str(now),
-        DEAD_LETTER_SUBSCRIPTION: sub.name,
-        DELIVERY_COUNT: str(sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)),
-    }
     first, last = sub.delivery_times(entry_id)
-    if first:
-        extra[FIRST_DELIVERY_TIME] = str(first)
-        extra[LAST_DELIVERY_TIME] = str(last)
-    if description:
-        extra[DEAD_LETTER_DESCRIPTION] = description
-    return extra
+    count = sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)
+    return stamps_of(reason, now, sub.name, count, first, last, description)
 
 
 async def move_to_dead_letter(

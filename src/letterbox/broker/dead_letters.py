@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from letterbox.failure import TopicRole, topic_role
 from letterbox.message_properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_TIME,
@@ -192,7 +193,7 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
 
 
 def is_dead_letter_topic(topic: PersistentTopic) -> bool:
-    if topic.name.partitioned_parent.local.endswith("-DLQ"):
+    if topic_role(str(topic.name)) is TopicRole.DEAD_LETTER:
         return True
     first = next(live_dead_letters(topic), None)
     return first is not None and DEAD_LETTER_REASON in first.properties

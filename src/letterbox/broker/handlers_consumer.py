@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.consumer import Consumer
-from letterbox.broker.redelivery_policy import SubscriptionPolicy
+from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import commands, parse_entry_metadata, pb
@@ -97,11 +97,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     start = None
     if not durable and c.HasField("start_message_id"):
         start = _start_entry(topic, c.start_message_id)
-    policy = (
-        SubscriptionPolicy.from_consumer_metadata(consumer.metadata)
-        if SubscriptionPolicy.declared_in(consumer.metadata)
-        else None
-    )
+    policy = consumer_policy(consumer.metadata)
     sub = topic.subscription_for(c.subscription, durable, initial, start)
     try:
         sub.add_consumer(consumer, auto_split)

@@ -1,9 +1,10 @@
 # Message TTL (Pulsar's message_ttl_in_seconds namespace policy): a periodic
 # check that expires, in every subscription of the loaded persistent topics of
 # a namespace with a TTL, the messages published longer ago than the TTL.
-# What expiring means is subscription_admin.expire's: dead-lettered with
-# reason "expired" where a dead-letter policy applies, acknowledged otherwise
-# (as Pulsar does). Pulsar checks every few minutes; letterbox checks every
+# What expiring means is subscription_admin.expire's (the failure core
+# decides): dead-lettered with reason "expired" where a dead-letter policy
+# applies, acknowledged otherwise (as Pulsar does); dead letter and retry
+# topics are left alone by a namespace TTL. Pulsar checks every few minutes; letterbox checks every
 # CHECK_SECONDS, so a message outlives its TTL by at most that much.
 from __future__ import annotations
 
@@ -61,5 +62,5 @@ class MessageExpiryMonitor:
                 continue
             for sub in list(topic.subscriptions.values()):
                 if sub.durable:
-                    expired += await expire(sub, ttl)
+                    expired += await expire(sub, ttl, by_namespace_ttl=True)
         return expired

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from letterbox.broker.dead_letter_router import dead_letter_stamps
 from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.failure import MAX_DELAY_MS
 from letterbox.message_properties import origin_message_id
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
 
 log = logging.getLogger("letterbox.move")
-
-MAX_DELAY_MS = 864_000_000  # the seeds' delayed-delivery ceiling, 864,000 s
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.redelivery_policy import (
-    DeadLetterPolicy,
-    RedeliveryBackoff,
-    SubscriptionPolicy,
-)
+from letterbox.failure import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
 from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 
 if TYPE_CHECKING:
@@ -42,7 +38,7 @@ class NamespacePolicies:
     retention_minutes: int | None = None
     retention_size_mb: int | None = None
     ttl_seconds: int | None = None
-    subscription: SubscriptionPolicy = field(default_factory=SubscriptionPolicy)
+    subscription: FailurePolicy = field(default_factory=lambda: FailurePolicy(origin=PolicyOrigin.NAMESPACE))
 
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> NamespacePolicies:
@@ -52,19 +48,22 @@ class NamespacePolicies:
         dead_letter = None
         if dl:
             dead_letter = DeadLetterPolicy(
-                int(dl["maxRedeliverCount"]), dl.get("deadLetterTopic"), dl.get("initialSubscriptionName")
+                int(dl["maxRedeliverCount"]),
+                dead_letter_topic=dl.get("deadLetterTopic"),
+                initial_subscription_name=dl.get("initialSubscriptionName"),
             )
         backoff = None
         if bo:
             # clamped: a document stored before the admin API checked ranges may hold any number
-            low, high = (min(int(bo[k]), MAX_DELAY_MS) for k in ("minDelayMs", "maxDelayMs"))
-            backoff = RedeliveryBackoff(low, high, min(float(bo["multiplier"]), MAX_BACKOFF_MULTIPLIER))
+            low = max(1, min(int(bo["minDelayMs"]), MAX_DELAY_MS))
+            high = max(low, min(int(bo["maxDelayMs"]), MAX_DELAY_MS))
+            backoff = Backoff(low, high, min(max(float(bo["multiplier"]), 1.0), MAX_BACKOFF_MULTIPLIER))
         return cls(
             deduplication=doc.get(DEDUP),
             retention_minutes=retention.get("retentionTimeInMinutes") if retention else None,
             retention_size_mb=retention.get("retentionSizeInMB") if retention else None,
             ttl_seconds=doc.get(TTL),
-            subscription=SubscriptionPolicy(backoff, dead_letter),
+            subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE),
         )
 
 
@@ -123,5 +122,5 @@ class NamespacePolicyCache:
         size_mb = self.get(namespace).retention_size_mb
         return size_mb * 1024 * 1024 if size_mb is not None and size_mb > 0 else -1
 
-    def subscription_policy(self, namespace: str) -> SubscriptionPolicy:
+    def subscription_policy(self, namespace: str) -> FailurePolicy:
         return self.get(namespace).subscription

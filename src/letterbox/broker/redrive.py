@@ -6,8 +6,10 @@
 # kill -9) and run again never moves a message twice and never loses one.
 # A redriven message is a new entry: payload, key, ordering key, event time,
 # schema version and the user's properties are kept, as are REAL_TOPIC and
-# ORIGIN_MESSAGE_ID; the dead-letter stamps (DEAD_LETTER_*, DELIVERY_COUNT,
-# FIRST/LAST_DELIVERY_TIME) are dropped, and its delivery count starts at 0.
+# ORIGIN_MESSAGE_ID; the dead-letter and retry stamps (failure.stamps'
+# REDRIVE_REMOVES: DEAD_LETTER_*, DELIVERY_COUNT, FIRST/LAST_DELIVERY_TIME,
+# RECONSUMETIMES, DELAY_TIME, RETRY_TOPIC) are dropped, so its delivery count
+# and its retries start at 0.
 # Purge marks matching messages handled without moving them.
 # Refused before anything is created: a topic holding messages that are not
 # dead letters (NotDeadLetterTopic), a target in a namespace that does not
@@ -34,16 +36,8 @@ from letterbox.broker.dead_letters import (
     live_dead_letters,
 )
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, TopicNotFound
-from letterbox.message_properties import (
-    DEAD_LETTER_DESCRIPTION,
-    DEAD_LETTER_REASON,
-    DEAD_LETTER_SUBSCRIPTION,
-    DEAD_LETTER_TIME,
-    DELIVERY_COUNT,
-    FIRST_DELIVERY_TIME,
-    LAST_DELIVERY_TIME,
-    REAL_TOPIC,
-)
+from letterbox.failure import redriven_properties
+from letterbox.message_properties import REAL_TOPIC
 from letterbox.protocol import build_headers_and_payload, pb
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -53,10 +47,6 @@ if TYPE_CHECKING:
     from letterbox.broker.topic import PersistentTopic
     from letterbox.storage.transaction import Transaction
 
-STAMPS = frozenset({
-    DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
-    DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME,
-})
 CHUNK = 100
 MIN_RATE, MAX_RATE = 1.0, 100_000.0  # messages per second
 _locks: dict[str, asyncio.Lock] = {}
@@ -151,9 +141,8 @@ def _count_redrivable(topic: PersistentTopic, req: RedriveRequest) -> int:
 
 def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
     meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
-    for k, v in dl.properties.items():
-        if k not in STAMPS:
-            meta.properties.add(key=k, value=v)
+    for k, v in redriven_properties(dl.properties).items():
+        meta.properties.add(key=k, value=v)
     if dl.key is not None:
         meta.partition_key = dl.key
         if dl.key_b64:

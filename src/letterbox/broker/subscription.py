@@ -28,8 +28,8 @@ from letterbox.broker.dispatchers import (
     SingleActiveConsumerDispatcher,
     make_dispatcher,
 )
-from letterbox.broker.redelivery_policy import SubscriptionPolicy
 from letterbox.errors import ConsumerBusy, NotAllowed
+from letterbox.failure import FailurePolicy
 from letterbox.message_properties import REASON_MAX_REDELIVERIES
 from letterbox.protocol import parse_entry_metadata
 
@@ -80,7 +80,7 @@ class Subscription:
         self.sought = False
         self._epoch = 0  # bumped by seeks, so late redeliveries of old positions are dropped
         # set by consumers' letterbox.* properties; None: the namespace's policy applies
-        self.consumer_policy: SubscriptionPolicy | None = None
+        self.consumer_policy: FailurePolicy | None = None
         # entries held back until a time: delayed delivery (Shared/Key_Shared) and backoff
         self._delayed = DelayedDeliveryTracker()
         self._delay_timer: asyncio.TimerHandle | None = None
@@ -91,13 +91,13 @@ class Subscription:
         self.blocked_on_unacked = False
 
     @property
-    def policy(self) -> SubscriptionPolicy:
+    def policy(self) -> FailurePolicy:
         if self.consumer_policy is not None:
             return self.consumer_policy
         return self.topic.namespace_subscription_policy
 
     @policy.setter
-    def policy(self, value: SubscriptionPolicy) -> None:
+    def policy(self, value: FailurePolicy) -> None:
         self.consumer_policy = value
 
     # --- consumers -------------------------------------------------------
@@ -142,7 +142,7 @@ class Subscription:
             before = self.cursor.redelivery_count(head)
             self.cursor.increment_redelivery([head])
             dl = self.policy.dead_letter
-            if dl is not None and self.durable and before + 1 > dl.max_redeliveries:
+            if dl is not None and self.durable and before + 1 > dl.max_redeliver_count:
                 del consumer.pending[head]
                 self._settle([head], {head: before})
         self._park(list(consumer.pending))
@@ -251,7 +251,7 @@ class Subscription:
             dead: list[int] = []
             back = ids
         else:
-            limit = dl.max_redeliveries
+            limit = dl.max_redeliver_count
             count = self.cursor.redelivery_count
             dead = [e for e in ids if count(e) > limit]
             back = [e for e in ids if count(e) <= limit] if dead else ids
@@ -262,8 +262,8 @@ class Subscription:
             try:
                 if dead and dl is not None:
                     try:
-                        await move_to_dead_letter(self, dead, REASON_MAX_REDELIVERIES, dl.topic,
-                                                  dl.initial_subscription)
+                        await move_to_dead_letter(self, dead, REASON_MAX_REDELIVERIES, dl.dead_letter_topic,
+                                                  dl.initial_subscription_name)
                     except Exception:
                         log.exception("dead-lettering failed on %s/%s; redelivering", self.topic.name, self.name)
                         back.extend(dead)

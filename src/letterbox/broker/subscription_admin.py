@@ -8,9 +8,10 @@
 # client re-subscribes and receives from the new position); skipped, cleared
 # and expired messages are acknowledged, so the dispatcher never sends them
 # (messages a consumer already holds are forgotten as if it had acked them).
-# Expiry dead-letters instead of acknowledging when a dead-letter policy
-# applies to the subscription (reason "expired"). The internal subscription
-# that marks redriven/purged dead letters never expires.
+# What expiry does is the failure core's decision (decide(Expired)): dead-letter
+# (reason "expired") when a dead-letter policy applies, else acknowledge; a
+# namespace TTL leaves dead letter and retry topics alone. The internal
+# subscription that marks redriven/purged dead letters never expires.
 from __future__ import annotations
 
 import time
@@ -18,7 +19,15 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.dead_letters import HANDLED_SUBSCRIPTION
-from letterbox.message_properties import REASON_EXPIRED
+from letterbox.failure import (
+    Acknowledge,
+    DeadLetter,
+    DeliveryState,
+    Expired,
+    dead_letter_policy_for,
+    decide,
+    topic_role,
+)
 from letterbox.protocol import commands
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -107,16 +116,24 @@ def entry_at_time(sub: Subscription, timestamp_ms: int) -> int:
     return sub.topic.ledger.find_entry_by_publish_time(timestamp_ms).entry_id
 
 
-async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = None) -> int:
-    """Expire unacknowledged messages published more than `max_age_seconds` ago:
-    dead-letter them (reason "expired") when a dead-letter policy applies, else
-    acknowledge them. Returns the entries expired."""
+async def expire(
+    sub: Subscription, max_age_seconds: int, now_ms: int | None = None, by_namespace_ttl: bool = False
+) -> int:
+    """Expire unacknowledged messages published more than `max_age_seconds` ago, as
+    the failure core decides (dead-letter, acknowledge, or leave a failure topic
+    alone under a namespace TTL). Returns the entries expired."""
     if sub.name == HANDLED_SUBSCRIPTION:
         return 0  # its acknowledgements are redrive/purge marks, not consumption
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    # the decision does not depend on a message's count: one per subscription
+    state = DeliveryState(durable=sub.durable, topic_role=topic_role(str(sub.topic.name)))
+    policy = sub.policy
+    outcome = decide(state, Expired(by_namespace_ttl), policy, now_ms)
+    if not isinstance(outcome, Acknowledge | DeadLetter):
+        return 0
     boundary = sub.topic.ledger.find_entry_by_publish_time(now_ms - max_age_seconds * 1000 + 1).entry_id
-    dl = sub.policy.dead_letter if sub.durable else None
-    if dl is None:
+    dl = dead_letter_policy_for(state, policy)
+    if isinstance(outcome, Acknowledge) or dl is None:
         ids = unacked_entries(sub, below=boundary)
         await _ack_through(sub, boundary - 1, "expire")
         return len(ids)
@@ -125,7 +142,7 @@ async def expire(sub: Subscription, max_age_seconds: int, now_ms: int | None = N
         ids = unacked_entries(sub, below=boundary, limit=DEAD_LETTER_CHUNK)
         if not ids:
             return expired
-        await move_to_dead_letter(sub, ids, REASON_EXPIRED, dl.topic, dl.initial_subscription)
+        await move_to_dead_letter(sub, ids, outcome.reason, dl.dead_letter_topic, dl.initial_subscription_name)
         _forget(sub, ids)
         expired += len(ids)
 

@@ -20,10 +20,9 @@ from typing import Any
 import click
 
 from letterbox.errors import InvalidTopicName
+from letterbox.failure import PolicyError, parse_duration_ms
 from letterbox.topic_name import TopicName
 
-_DURATION_RE = re.compile(r"^(-?\d+)\s*([smhdwy]?)$", re.IGNORECASE)
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _SIZE_RE = re.compile(r"^(-?\d+)\s*([kmgt]?)b?$", re.IGNORECASE)
 _SIZE_BYTES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _MESSAGE_ID_RE = re.compile(r"^(-?\d+):(-?\d+)(?::(-?\d+))?$")
@@ -95,13 +94,16 @@ def namespace_path(ns: str) -> str:
 
 def parse_duration_seconds(text: str, hint: str) -> int:
     """`30`, `30s`, `10m`, `1h`, `3d`, `2w`, `1y` -> seconds (negative allowed: -1 = infinite)."""
-    m = _DURATION_RE.match(text.strip())
-    if not m:
+    try:
+        ms = parse_duration_ms(text, allow_negative=True, whole=True)
+    except PolicyError:
+        ms = 1  # not whole seconds either: one message below
+    if ms % 1000:
         raise click.BadParameter(
             f"{text!r}: use seconds or a number with a unit: 30s, 10m, 1h, 3d, 2w, 1y",
             param_hint=hint,
         )
-    return int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+    return ms // 1000
 
 
 def parse_size_mb(text: str, hint: str) -> int:
@@ -120,10 +122,14 @@ def parse_time_ms(text: str, hint: str, now: float | None = None) -> int:
     raw = text.strip()
     if re.fullmatch(r"\d+", raw):
         return int(raw)
-    m = _DURATION_RE.match(raw)
-    if m and m.group(2) and not raw.startswith("-"):
-        now = time.time() if now is None else now
-        return int((now - int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]) * 1000)
+    if raw[-1:].isalpha() and not raw.startswith("-"):
+        try:
+            ago_ms = parse_duration_ms(raw, whole=True)
+        except PolicyError:
+            ago_ms = -1  # not a duration: maybe a date-time
+        if ago_ms >= 0:
+            now = time.time() if now is None else now
+            return int((now - ago_ms / 1000) * 1000)
     try:
         when = datetime.fromisoformat(raw)
     except ValueError:

@@ -15,7 +15,7 @@ from letterbox.client.consumer import (
     retry_topic_name,
 )
 from letterbox.client.metrics import REGISTRY, CounterValues, metrics_text
-from letterbox.client.policies import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevels
+from letterbox.failure import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevels
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS",

@@ -11,6 +11,10 @@
 # lose it: before the move the message is still unacknowledged and comes
 # back; after it, the move is done, and asking again moves nothing.
 #
+# What happens to a retried or terminated message (retry with which delay, or
+# dead letter) is the failure core's decision (letterbox.failure.decide), as
+# are the topic names, the stamps and the policy types.
+#
 # Delays are delayed deliveries on the retry topic. The broker honours them on
 # Shared and Key_Shared subscriptions only (as Pulsar does), so for an
 # Exclusive or Failover consumer the retry topic is subscribed as Shared:
@@ -19,39 +23,39 @@ from __future__ import annotations
 
 import os
 import queue
+import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pulsar
 
+from letterbox import failure
 from letterbox.auth_options import AuthOptions
 from letterbox.client.broker_moves import BrokerMoves, Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
-from letterbox.client.policies import (
+from letterbox.failure import (
     DEFAULT_MAX_RECONSUME_TIMES,
+    DeadLetter,
     DeadLetterPolicy,
     DelayLevels,
-    explicit_delay_ms,
+    DeliverAt,
+    DeliveryState,
+    FailurePolicy,
+    ReconsumeLater,
+    RetryPolicy,
+    Terminate,
+    decide,
+    reconsume_times,
+    retry_stamps,
+    topic_role,
 )
-from letterbox.message_properties import (
-    DELAY_TIME,
-    ORIGIN_MESSAGE_ID,
-    REAL_TOPIC,
-    REASON_MAX_REDELIVERIES,
-    REASON_TERMINATED,
-    RECONSUMETIMES,
-    RETRY_TOPIC,
-    origin_message_id,
-)
+from letterbox.failure.consumer_properties import consumer_properties_of
+from letterbox.message_properties import ORIGIN_MESSAGE_ID, REAL_TOPIC, origin_message_id
 from letterbox.topic_name import PARTITION_SUFFIX, TopicName
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
 _QUEUE_SIZE = 100
-# consumer properties read by the broker (docs/failure-handling.md)
-_DLQ_MAX = "letterbox.dlq.max_redeliveries"
-_DLQ_TOPIC = "letterbox.dlq.topic"
-_DLQ_INITIAL = "letterbox.dlq.initial_subscription"
 
 
 class TerminateWithoutDeadLetterPolicy(RuntimeError):
@@ -60,14 +64,12 @@ class TerminateWithoutDeadLetterPolicy(RuntimeError):
 
 def retry_topic_name(topic: str, subscription: str) -> str:
     """`<topic>-<subscription>-RETRY` in the topic's namespace (the partitioned parent's name)."""
-    parent = TopicName.parse(topic).partitioned_parent
-    return str(TopicName(parent.domain, parent.tenant, parent.namespace, f"{parent.local}-{subscription}-RETRY"))
+    return failure.retry_topic_name(str(TopicName.parse(topic)), subscription)
 
 
 def dead_letter_topic_name(topic: str, subscription: str) -> str:
     """`<topic>-<subscription>-DLQ` in the topic's namespace (the partitioned parent's name)."""
-    parent = TopicName.parse(topic).partitioned_parent
-    return str(TopicName(parent.domain, parent.tenant, parent.namespace, f"{parent.local}-{subscription}-DLQ"))
+    return failure.dead_letter_topic_name(str(TopicName.parse(topic)), subscription)
 
 
 def message_id_text(msg: pulsar.Message) -> str:
@@ -127,6 +129,10 @@ class RetryConsumer:
         if enable_retry:
             self.retry_topic = str(TopicName.parse(dlp.retry_letter_topic)) if dlp and dlp.retry_letter_topic \
                 else retry_topic_name(self.topic, subscription_name)
+        self._policy = FailurePolicy(
+            dead_letter=dlp,
+            retry=RetryPolicy.from_levels(self.max_reconsume_times, self.delay_levels) if enable_retry else None,
+        )
         if admin_auth is None:  # the same token as the client's AuthenticationToken, for the admin moves
             admin_auth = AuthOptions.from_token(
                 auth_token or os.environ.get("LETTERBOX_AUTH_TOKEN") or None, tls_trust_certs_file_path or ""
@@ -140,11 +146,9 @@ class RetryConsumer:
         self._closing = False
 
         properties = dict(subscribe_kwargs.pop("properties", None) or {})
-        if dlp is not None:  # nack and ack-timeout redeliveries dead-letter on the broker, same DLQ
-            properties.setdefault(_DLQ_MAX, str(dlp.max_redeliver_count))
-            properties.setdefault(_DLQ_TOPIC, self.dead_letter_topic)
-            if dlp.initial_subscription_name:
-                properties.setdefault(_DLQ_INITIAL, dlp.initial_subscription_name)
+        # nack and ack-timeout redeliveries dead-letter on the broker, same DLQ
+        for key, value in consumer_properties_of(dlp, dead_letter_topic=self.dead_letter_topic).items():
+            properties.setdefault(key, value)
         self._main = client.subscribe(
             self.topic, subscription_name, consumer_type=consumer_type,
             message_listener=self._listener, properties=properties, **subscribe_kwargs,
@@ -217,27 +221,18 @@ class RetryConsumer:
         retried message. Past the dead letter policy's maximum the message
         goes to the dead letter topic instead.
         """
-        if self.retry_topic is None:
-            raise RuntimeError("reconsume_later needs a consumer created with enable_retry=True")
-        if delay is not None and level is not None:
-            raise ValueError("give either a delay or a level, not both")
-        old = msg.properties()
-        times = _reconsume_times(old) + 1
-        if delay is not None:
-            delay_ms = explicit_delay_ms(delay)
-        elif level is not None:
-            delay_ms = self.delay_levels.delay_ms(level)
-        else:
-            delay_ms = self.delay_levels.for_attempt(times)
-        if times > self.max_reconsume_times:
-            self._dead_letter(msg, REASON_MAX_REDELIVERIES, None)
+        outcome = decide(self._state(msg), ReconsumeLater(delay, level), self._policy, _now_ms())
+        if isinstance(outcome, DeadLetter):
+            self._dead_letter(msg, outcome.reason, outcome.description)
             return
+        if not isinstance(outcome, DeliverAt) or self.retry_topic is None:
+            raise RuntimeError(getattr(outcome, "message", f"cannot retry: {outcome!r}"))
         stamps = dict(properties or {})
         stamps.update(self._origin(msg))
-        stamps.update({RECONSUMETIMES: str(times), DELAY_TIME: str(delay_ms), RETRY_TOPIC: self.retry_topic})
+        stamps.update(retry_stamps(outcome.count, outcome.delay_ms, self.retry_topic))
         self._move(msg, Move(
             topic=msg.topic_name(), subscription=self.subscription_name, message_id=message_id_text(msg),
-            target=self.retry_topic, properties=stamps, deliver_after_ms=delay_ms,
+            target=self.retry_topic, properties=stamps, deliver_after_ms=outcome.delay_ms,
         ))
         self._counters.retry.inc()
 
@@ -247,13 +242,21 @@ class RetryConsumer:
         Raises TerminateWithoutDeadLetterPolicy, leaving the message untouched,
         when the consumer has no dead letter policy.
         """
-        if self.dead_letter_policy is None:
+        outcome = decide(self._state(msg), Terminate(description), self._policy, _now_ms())
+        if not isinstance(outcome, DeadLetter):
             raise TerminateWithoutDeadLetterPolicy(
                 "terminate() needs a dead letter policy: create the consumer with "
                 "dead_letter_policy=DeadLetterPolicy(max_redeliver_count=...)"
             )
-        self._dead_letter(msg, REASON_TERMINATED, description)
+        self._dead_letter(msg, outcome.reason, outcome.description)
         self._counters.terms.inc()
+
+    def _state(self, msg: pulsar.Message) -> DeliveryState:
+        return DeliveryState(
+            redelivery_count=msg.redelivery_count(),
+            reconsume_times=reconsume_times(msg.properties()),
+            topic_role=topic_role(self.topic),
+        )
 
     def _dead_letter(self, msg: pulsar.Message, reason: str, description: str | None) -> None:
         dlp = self.dead_letter_policy
@@ -303,8 +306,5 @@ class RetryConsumer:
         self.close()
 
 
-def _reconsume_times(props: Mapping[str, str]) -> int:
-    try:
-        return max(int(props.get(RECONSUMETIMES, "0")), 0)
-    except ValueError:
-        return 0
+def _now_ms() -> int:
+    return int(time.time() * 1000)

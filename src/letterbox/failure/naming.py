@@ -14,6 +14,7 @@ import enum
 import re
 
 from letterbox.failure.durations import duration_label
+from letterbox.failure.errors import PolicyError
 
 PARTITION_SUFFIX = "-partition-"
 DLQ_SUFFIX = "-DLQ"
@@ -56,3 +57,17 @@ def topic_role(topic: str) -> TopicRole:
     if name.endswith(RETRY_SUFFIX) or _TIER_RE.search(name):
         return TopicRole.RETRY
     return TopicRole.SOURCE
+
+
+def dead_letter_target(topic: str, subscription: str, configured: str | None) -> str:
+    """Where a dead-letter move of `topic`/`subscription` goes: the configured topic,
+    else the default name. Refuses (PolicyError) to name a dead letter topic of a
+    dead letter topic: from a dead letter topic only a named target is used."""
+    if configured:
+        return configured
+    if topic_role(topic) is TopicRole.DEAD_LETTER:
+        raise PolicyError(
+            f"{topic} is a dead letter topic: its messages are dead-lettered only to a topic named "
+            "explicitly (deadLetterTopic / letterbox.dlq.topic), never to a dead letter topic of its own"
+        )
+    return dead_letter_topic_name(topic, subscription)

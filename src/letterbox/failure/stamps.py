@@ -49,7 +49,8 @@ def user_properties(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def redriven_properties(props: Mapping[str, str]) -> dict[str, str]:
-    """What a redriven message carries: the user's properties and its origin."""
+    """What a message carries into a fresh start (a redrive; the pipeline's next
+    move): the user's properties and its origin, no attempt or dead-letter stamps."""
     return {k: v for k, v in props.items() if k not in REDRIVE_REMOVES}
 
 

@@ -67,14 +67,14 @@ def run(
     stop_after_idle: float | None,
 ) -> None:
     """Run HANDLER (MODULE:FUNCTION) over TOPIC as a Spark streaming pipeline."""
+    from letterbox.failure import parse_seconds
     from letterbox.spark.pipeline import Pipeline, PolicyError, RetryPolicy
-    from letterbox.spark.pipeline.policy import parse_duration
 
     fn = load_handler(handler)
     try:
         policy = RetryPolicy(
             max_retries=max_retries,
-            delays=tuple(parse_duration(d) for d in delays.split(",")) if delays else None,
+            delays=tuple(parse_seconds(d) for d in delays.split(",")) if delays else None,
         )
     except PolicyError as exc:
         raise click.UsageError(str(exc)) from None

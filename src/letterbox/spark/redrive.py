@@ -10,7 +10,8 @@
 #
 # A redriven message keeps payload, key, event time and the user's
 # properties, plus REAL_TOPIC and ORIGIN_MESSAGE_ID; the dead-letter and
-# retry stamps are dropped so it starts over as a fresh message.
+# retry stamps are dropped (failure.stamps' one table, as the admin/CLI
+# redrive) so it starts over as a fresh message.
 from __future__ import annotations
 
 import hashlib
@@ -20,24 +21,12 @@ from typing import Any
 import pyarrow as pa
 
 from letterbox import message_properties as mp
+from letterbox.failure import redriven_properties
 from letterbox.spark.broker_io import open_client
 from letterbox.spark.offsets import sequence_id_for
 from letterbox.spark.options import full_topic_name
 from letterbox.spark.publisher import IdempotentPublisher
 from letterbox.topic_name import PARTITION_SUFFIX
-
-_DROPPED = {
-    mp.DEAD_LETTER_REASON,
-    mp.DEAD_LETTER_TIME,
-    mp.DEAD_LETTER_SUBSCRIPTION,
-    mp.DEAD_LETTER_DESCRIPTION,
-    mp.DELIVERY_COUNT,
-    mp.FIRST_DELIVERY_TIME,
-    mp.LAST_DELIVERY_TIME,
-    mp.RECONSUMETIMES,
-    mp.DELAY_TIME,
-    mp.RETRY_TOPIC,
-}
 
 
 def redrive(
@@ -78,7 +67,7 @@ def _republish(service_url: str, target: str | None, tag: str) -> Any:
                     if pub is None:
                         digest = hashlib.sha1(dlq_partition.encode()).hexdigest()[:10]
                         pub = pubs[dlq_partition] = IdempotentPublisher(client, f"letterbox-redrive-{tag}-{digest}")
-                    props = {k: v for k, v in (cols["properties"][j] or []) if k not in _DROPPED}
+                    props = redriven_properties(dict(cols["properties"][j] or []))
                     ledger, entry, _, bidx = (int(x) for x in cols["message_id"][j].split(":"))
                     ev = cols["event_time"][j]
                     pub.send(

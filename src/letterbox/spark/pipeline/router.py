@@ -2,7 +2,8 @@
 # `letterbox` source with emit=ranges), reads their messages with the
 # official client, calls the handler once per record and routes the result:
 # success to the sink (yielded as an Arrow row), retry to a delay-tier topic,
-# dead letter to the DLQ topic.
+# dead letter to the DLQ topic — which of the two, with which delay, is the
+# failure core's decision (letterbox.failure.decide), the stamps its table.
 #
 # Exactly once per attempt: retry and DLQ messages are published by a
 # producer named after the pipeline and the *input partition topic*, with the
@@ -26,6 +27,20 @@ import pulsar
 import pyarrow as pa
 
 from letterbox import message_properties as mp
+from letterbox.failure import (
+    DeadLetter,
+    DeliverAt,
+    DeliveryState,
+    FailurePolicy,
+    PipelineFail,
+    PipelineRetry,
+    dead_letter_stamps,
+    decide,
+    origin_stamps,
+    reconsume_times,
+    redriven_properties,
+    retry_stamps,
+)
 from letterbox.spark.broker_io import open_client, read_range
 from letterbox.spark.offsets import Position, sequence_id_for
 from letterbox.spark.pipeline.outcomes import Fail, Record, Retry
@@ -47,7 +62,6 @@ SINK_DDL = (
     "key string, value binary, properties map<string,string>, topic string, "
     "message_id string, attempt int, publish_time timestamp"
 )
-_STAMPS = {mp.REAL_TOPIC, mp.ORIGIN_MESSAGE_ID, mp.RECONSUMETIMES, mp.DELAY_TIME, mp.RETRY_TOPIC}
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,7 @@ class Router:
         self.client = client  # the task's, shared with its range reads
         self.publishers: dict[str, IdempotentPublisher] = {}
         self.counts = {"ok": 0, "retry": 0, "dead": 0}
+        self.policy = FailurePolicy(retry=cfg.policy)
 
     def _publisher(self, input_topic: str) -> IdempotentPublisher:
         pub = self.publishers.get(input_topic)
@@ -91,7 +106,7 @@ class Router:
             if props:  # a retried record: its first topic, id and attempt count travel in its stamps
                 rt = props.get(mp.REAL_TOPIC) or topic
                 oid = props.get(mp.ORIGIN_MESSAGE_ID) or message_id(mid.ledger_id(), mid.entry_id(), partition, mid.batch_index())
-                att = _int(props.get(mp.RECONSUMETIMES))
+                att = reconsume_times(props)
             else:
                 rt, att = topic, 0
                 oid = message_id(mid.ledger_id(), mid.entry_id(), partition, mid.batch_index())
@@ -108,10 +123,16 @@ class Router:
                 continue
             mid = msgs[j][1]
             seq = sequence_id_for(mid.ledger_id(), mid.entry_id(), mid.batch_index())
-            if isinstance(out, Retry):
-                self._retry(rec, out, input_topic, seq)
-            else:
-                self._dead(rec, mp.REASON_TERMINATED, out.error, input_topic, seq, out.details)
+            event = PipelineRetry(out.delay, out.level, out.error) if isinstance(out, Retry) \
+                else PipelineFail(out.error)
+            decision = decide(DeliveryState(reconsume_times=rec.attempt), event, self.policy, int(time.time() * 1000))
+            if isinstance(decision, DeliverAt):
+                self._retry(rec, decision, out.error, input_topic, seq)
+            elif isinstance(decision, DeadLetter):
+                details = out.details if isinstance(out, Fail) else {}
+                self._dead(rec, decision, input_topic, seq, details)
+            else:  # pragma: no cover - decide answers a pipeline event with one of the two
+                raise AssertionError(f"unexpected decision {decision!r} for {event!r}")
         self.counts["ok"] += len(ok)
         return pa.RecordBatch.from_arrays(
             [
@@ -155,48 +176,23 @@ class Router:
                 out.append(Retry(error=_error_text(exc)))
         return out
 
-    def _retry(self, rec: Record, r: Retry, input_topic: str, seq: int) -> None:
-        policy = self.cfg.policy
-        nxt = rec.attempt + 1
-        if nxt > policy.max_retries:
-            self._dead(rec, mp.REASON_MAX_REDELIVERIES, r.error, input_topic, seq, {})
-            return
-        if r.delay is not None:
-            delay = min(max(r.delay, 0.0), 864_000.0)
-        elif r.level is not None:
-            delay = policy.level_delay(r.level)
-        else:
-            delay = policy.policy_delay(nxt)
-        tier = self.cfg.topics.tiers[policy.tier_for(delay)]
-        props = _user_props(rec)
-        props.update(
-            {
-                mp.REAL_TOPIC: rec.topic,
-                mp.ORIGIN_MESSAGE_ID: rec.message_id,
-                mp.RECONSUMETIMES: str(nxt),
-                mp.DELAY_TIME: str(round(delay * 1000)),
-                mp.RETRY_TOPIC: tier,
-            }
-        )
-        if r.error:
-            props[mp.DEAD_LETTER_DESCRIPTION] = r.error
+    def _retry(self, rec: Record, d: DeliverAt, error: str, input_topic: str, seq: int) -> None:
+        tier = self.cfg.topics.tiers[self.cfg.policy.tier_for(d.delay_ms / 1000)]
+        props = redriven_properties(rec.properties)
+        props.update(origin_stamps(rec.topic, rec.message_id))
+        props.update(retry_stamps(d.count, d.delay_ms, tier))
+        if error:
+            props[mp.DEAD_LETTER_DESCRIPTION] = error
         self._send(tier, rec, props, input_topic, seq)
         self.counts["retry"] += 1
 
-    def _dead(self, rec: Record, reason: str, error: str, input_topic: str, seq: int, extra: dict[str, str]) -> None:
-        props = _user_props(rec)
+    def _dead(self, rec: Record, d: DeadLetter, input_topic: str, seq: int, extra: dict[str, str]) -> None:
+        props = redriven_properties(rec.properties)
         props.update(extra)
-        props.update(
-            {
-                mp.REAL_TOPIC: rec.topic,
-                mp.ORIGIN_MESSAGE_ID: rec.message_id,
-                mp.RECONSUMETIMES: str(rec.attempt),
-                mp.DEAD_LETTER_REASON: reason,
-                mp.DEAD_LETTER_DESCRIPTION: error,
-                mp.DEAD_LETTER_TIME: str(int(time.time() * 1000)),
-                mp.DEAD_LETTER_SUBSCRIPTION: self.cfg.topics.subscription,
-            }
-        )
+        props.update(origin_stamps(rec.topic, rec.message_id))
+        props[mp.RECONSUMETIMES] = str(rec.attempt)
+        props.update(dead_letter_stamps(d.reason, int(time.time() * 1000), self.cfg.topics.subscription))
+        props[mp.DEAD_LETTER_DESCRIPTION] = d.description or ""
         self._send(self.cfg.topics.dead_letter, rec, props, input_topic, seq)
         self.counts["dead"] += 1
 
@@ -213,21 +209,6 @@ class Router:
     def close(self) -> None:
         for pub in self.publishers.values():
             pub.close()
-
-
-def _user_props(rec: Record) -> dict[str, str]:
-    return {
-        k: v
-        for k, v in rec.properties.items()
-        if k not in _STAMPS and not k.startswith("DEAD_LETTER_")
-    }
-
-
-def _int(v: str | None) -> int:
-    try:
-        return int(v) if v else 0
-    except ValueError:
-        return 0
 
 
 def _error_text(exc: BaseException) -> str:
