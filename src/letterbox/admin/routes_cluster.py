@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
-from letterbox.admin.metrics import render_metrics
 from letterbox.admin.request_parsing import DOMAIN, json_body, topic_name
 from letterbox.admin.server import CLUSTER_KEY
 
@@ -107,12 +106,20 @@ class ClusterRoutes:
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
 
-    async def metrics(self, request: web.Request) -> web.Response:
-        body = render_metrics(self.service, self.admin.tracker)
-        return web.Response(text=body, content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})
+    async def metrics(self, request: web.Request) -> web.StreamResponse:
+        body = await self.admin.metrics.body()
+        # written in pieces: one 40 MB write would hold the event loop while it is copied
+        resp = web.StreamResponse(headers={"X-Content-Type-Options": "nosniff"})
+        resp.content_type, resp.charset, resp.content_length = "text/plain", "utf-8", len(body)
+        await resp.prepare(request)
+        view = memoryview(body)
+        for start in range(0, len(body), METRICS_WRITE_CHUNK):
+            await resp.write(view[start:start + METRICS_WRITE_CHUNK])
+        await resp.write_eof()
+        return resp
 
 
+METRICS_WRITE_CHUNK = 256 * 1024
 _URL_FIELDS = ("serviceUrl", "serviceUrlTls", "brokerServiceUrl", "brokerServiceUrlTls")
 
 

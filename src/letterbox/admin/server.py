@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, errors_middleware
+from letterbox.admin.metrics import MetricsCache
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
@@ -46,6 +47,7 @@ class AdminServer:
         self.port = 0  # bound http:// port (0: off)
         self.tls_port = 0  # bound https:// port (0: off)
         self.tracker = StatsTracker(service)
+        self.metrics = MetricsCache(service, self.tracker)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -118,7 +120,7 @@ class AdminServer:
     async def _sample_loop(self) -> None:
         while True:
             try:
-                self.tracker.sample()
+                await self.tracker.sample_sliced()
             except Exception:
                 log.exception("stats sampling failed")
             await asyncio.sleep(SAMPLE_SECONDS)

@@ -1,11 +1,13 @@
 # Topic statistics in the shape of Pulsar's TopicStats / PartitionedTopicStats /
 # PersistentTopicInternalStats. Counters come from the broker objects; rates
 # are computed by StatsTracker from counter samples taken once a second over a
-# sliding one-minute window. Out counters live on consumers, which disappear
+# sliding one-minute window (kept only when a counter changes, so 20,000 idle
+# topics cost neither memory nor time per second). Out counters live on consumers, which disappear
 # when they disconnect: the tracker remembers every consumer it has seen and
 # folds a departed consumer's final count into its subscription's total.
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -23,9 +25,18 @@ Key = tuple[str, ...]
 
 
 class StatsTracker:
+    """Counter samples for rates. Samples are kept only when a counter changes
+    (a counter is constant between two samples), so an idle topic costs one or
+    two samples per counter, not one a second; the value at the window's start
+    is the last sample at or before it. Topics with no producer, no consumer
+    and no new message since the last sample are skipped by sample()."""
+
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._samples: dict[Key, deque[tuple[float, int]]] = {}
+        self._keys: dict[str, set[Key]] = {}  # topic -> its sampled keys
+        self._idle: dict[str, int] = {}  # idle topic -> msg_in when it was last sampled
+        self._tick = 0.0  # time of the last sample()
         self._seen: dict[Key, dict[int, Consumer]] = {}  # (topic, sub) -> consumers seen
         self._departed: dict[Key, int] = {}  # (topic, sub) -> msg_out of departed consumers
 
@@ -41,47 +52,92 @@ class StatsTracker:
         seen.update(current)
         return self._departed.get(key, 0) + sum(c.msg_out for c in consumers)
 
+    def topic_counters(self, tname: str, topic: Topic) -> dict[Key, int]:
+        """Every counter a rate is reported for on one topic, keyed by what it counts."""
+        out: dict[Key, int] = {("in", tname): topic.msg_in, ("bin", tname): topic.bytes_in}
+        total_out = 0
+        for sname, sub in _subscriptions(topic).items():
+            n = self.sub_msg_out(tname, sname, sub.consumers)
+            total_out += n
+            out[("out", tname, sname)] = n
+            out[("redeliver", tname, sname)] = getattr(sub, "msg_redelivered", 0)
+            for c in sub.consumers:
+                out[("cout", tname, sname, str(id(c)))] = c.msg_out
+        out[("out", tname)] = total_out
+        for p in topic.producers:
+            out[("pin", tname, str(id(p)))] = p.msg_in
+            out[("pbin", tname, str(id(p)))] = p.bytes_in
+        return out
+
     def counters(self) -> dict[Key, int]:
-        """Every counter a rate is reported for, keyed by what it counts."""
+        """Every counter of every loaded topic."""
         out: dict[Key, int] = {}
         for tname, topic in list(self.service.topics.items()):
-            out[("in", tname)] = topic.msg_in
-            out[("bin", tname)] = topic.bytes_in
-            total_out = 0
-            for sname, sub in _subscriptions(topic).items():
-                n = self.sub_msg_out(tname, sname, sub.consumers)
-                total_out += n
-                out[("out", tname, sname)] = n
-                out[("redeliver", tname, sname)] = getattr(sub, "msg_redelivered", 0)
-                for c in sub.consumers:
-                    out[("cout", tname, sname, str(id(c)))] = c.msg_out
-            out[("out", tname)] = total_out
-            for p in topic.producers:
-                out[("pin", tname, str(id(p)))] = p.msg_in
-                out[("pbin", tname, str(id(p)))] = p.bytes_in
+            out.update(self.topic_counters(tname, topic))
         return out
+
+    def _is_idle(self, tname: str, topic: Topic) -> bool:
+        if topic.producers or any(s.consumers for s in _subscriptions(topic).values()):
+            return False
+        return self._idle.get(tname) == topic.msg_in
 
     def sample(self, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        values = self.counters()
-        for key, value in values.items():
-            dq = self._samples.get(key)
-            if dq is None:
-                dq = self._samples[key] = deque()
-            dq.append((now, value))
-            while len(dq) > 1 and now - dq[0][0] > WINDOW_SECONDS:
-                dq.popleft()
-        for key in [k for k in self._samples if k not in values]:
-            del self._samples[key]
+        self._sample_topics(list(self.service.topics.items()), now)
+        self._finish_sample(now)
+
+    async def sample_sliced(self, slice_size: int = 500) -> None:
+        """sample(), yielding to the event loop every slice_size topics."""
+        now = self._tick = time.monotonic()
+        items = list(self.service.topics.items())
+        for i in range(0, len(items), slice_size):
+            self._sample_topics(items[i:i + slice_size], now)
+            await asyncio.sleep(0)
+        self._finish_sample(now)
+
+    def _sample_topics(self, items: list[tuple[str, Topic]], now: float) -> None:
+        start = now - WINDOW_SECONDS
+        for tname, topic in items:
+            if self._is_idle(tname, topic):
+                continue
+            values = self.topic_counters(tname, topic)
+            for key, value in values.items():
+                dq = self._samples.get(key)
+                if dq is None:
+                    dq = self._samples[key] = deque()
+                if not dq or dq[-1][1] != value:
+                    dq.append((now, value))
+                while len(dq) > 1 and dq[1][0] <= start:
+                    dq.popleft()
+            for key in self._keys.get(tname, set()) - values.keys():
+                del self._samples[key]
+            self._keys[tname] = set(values)
+            if topic.producers or any(s.consumers for s in _subscriptions(topic).values()):
+                self._idle.pop(tname, None)
+            else:
+                self._idle[tname] = topic.msg_in
+
+    def _finish_sample(self, now: float) -> None:
+        self._tick = now
+        topics = self.service.topics
+        for tname in [t for t in self._keys if t not in topics]:
+            for key in self._keys.pop(tname):
+                self._samples.pop(key, None)
+            self._idle.pop(tname, None)
 
     def rate(self, *key: str) -> float:
+        """Per second over the window: (newest value - value at the window's
+        start) / (last sample time - max(window start, first sample))."""
         dq = self._samples.get(key)
-        if not dq or len(dq) < 2:
+        if not dq:
             return 0.0
-        (t0, v0), (t1, v1) = dq[0], dq[-1]
-        if t1 <= t0:
+        start = self._tick - WINDOW_SECONDS
+        while len(dq) > 1 and dq[1][0] <= start:  # an idle topic's samples are not trimmed by sample()
+            dq.popleft()
+        t0 = max(dq[0][0], start)
+        if self._tick <= t0:
             return 0.0
-        return max(0.0, (v1 - v0) / (t1 - t0))
+        return max(0.0, (dq[-1][1] - dq[0][1]) / (self._tick - t0))
 
     # --- TopicStats ------------------------------------------------------------
     def topic_stats(self, topic: Topic) -> dict[str, Any]:
