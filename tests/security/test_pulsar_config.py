@@ -200,3 +200,27 @@ def test_refusal_names_role_action_and_topic(conf_broker: SecureBroker, pki: Pki
         assert "alice" in reply.lookupTopicResponse.message
     finally:
         wire.close()
+
+
+def test_listing_a_namespace_needs_consume(conf_broker: SecureBroker, pki: Pki, token_keys: TokenKeys) -> None:
+    """GET_TOPICS_OF_NAMESPACE (pattern subscriptions) is a consume operation, as in Pulsar."""
+    from letterbox.protocol.framing import encode_command
+
+    def list_topics(wire: Wire, ns: str, rid: int) -> pb.BaseCommand:
+        body = pb.CommandGetTopicsOfNamespace(request_id=rid, namespace=ns)
+        wire.send(encode_command(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=body)))
+        return wire.next(10)
+
+    bob = Wire(conf_broker.ports["tls_port"], tls_ca=str(pki.ca))
+    alice = Wire(conf_broker.ports["tls_port"], tls_ca=str(pki.ca))
+    try:
+        assert bob.connect("token", token_keys.hs256("bob").encode()).type == T.CONNECTED
+        assert list_topics(bob, "acme/orders", 1).type == T.GET_TOPICS_OF_NAMESPACE_RESPONSE
+        refused = list_topics(bob, "acme/other", 2)
+        assert refused.type == T.ERROR and refused.error.error == pb.ServerError.Value("AuthorizationError")
+        assert "bob" in refused.error.message and "acme/other" in refused.error.message
+        assert alice.connect("basic", b"alice:secret").type == T.CONNECTED  # produce only
+        assert list_topics(alice, "acme/orders", 3).type == T.ERROR
+    finally:
+        bob.close()
+        alice.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from letterbox.errors import InvalidTopicName, TopicNotFound
+from letterbox.errors import InvalidTopicName, LetterboxError, ServerError, TopicNotFound
 from letterbox.protocol import commands, pb
 from letterbox.topic_name import TopicName
 
@@ -48,6 +48,12 @@ def handle_get_topics_of_namespace(cnx: ServerCnx, frame: Frame) -> None:
     ns = c.namespace
     if ns.count("/") != 1 or not all(ns.split("/")):
         raise InvalidTopicName(f"invalid namespace {ns!r}: expected tenant/namespace")
+    authz = cnx.service.authorization
+    if not authz.can_consume_namespace(cnx.role, ns):  # Pulsar: GET_TOPICS is a consume operation
+        raise LetterboxError(
+            f"Role {cnx.role} is not authorized to list the topics of namespace {ns}",
+            ServerError.AuthorizationError,
+        )
     mode = c.mode if c.HasField("mode") else pb.CommandGetTopicsOfNamespace.PERSISTENT
     domains = {
         pb.CommandGetTopicsOfNamespace.PERSISTENT: ("persistent",),
@@ -69,6 +75,7 @@ def handle_get_topics_of_namespace(cnx: ServerCnx, frame: Frame) -> None:
 def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.getSchema
     name = TopicName.parse(c.topic)
+    cnx.service.authorization.check_lookup(cnx.role, name)
     schema = cnx.service.get_schema(name)
     if schema is None:
         raise TopicNotFound(f"Topic {name} does not have a schema")
@@ -80,6 +87,7 @@ def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
 def handle_get_or_create_schema(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.getOrCreateSchema
     name = TopicName.parse(c.topic)
+    cnx.service.authorization.check_produce(cnx.role, name)  # it may set the topic's schema
     cnx.service.put_schema(name, c.schema.SerializeToString())
     cnx.write(commands.get_or_create_schema_response(c.request_id, commands.schema_version(0)))
 
