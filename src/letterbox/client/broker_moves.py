@@ -2,8 +2,11 @@
 # `.../subscription/{sub}/letterbox/move`, docs/admin.md): one HTTP call moves
 # a message to the retry or dead letter topic and acknowledges it in the
 # subscription in one storage transaction. The call is idempotent (a message
-# already acknowledged is not moved again), so a lost response or a refused
-# connection is retried a few times before giving up. The calls carry the
+# already acknowledged is not moved again), so a lost response, a refused
+# connection or a broker answering 502/503/504 (restarting, storage degraded)
+# is retried with exponential backoff (50 ms doubling up to 2 s) for
+# `retry_for` seconds (default 30 s, longer than a broker restart) before
+# BrokerMoveError is raised. A refusal (4xx, 500) is not retried. The calls carry the
 # consumer's admin credentials (AuthOptions: token or basic header, TLS trust
 # and client certificate); a 401/403 is not retried.
 from __future__ import annotations
@@ -19,8 +22,10 @@ from dataclasses import dataclass
 from letterbox.auth_options import AuthOptions
 from letterbox.topic_name import TopicName
 
-ATTEMPTS = 4
 HTTP_TIMEOUT = 30.0
+DEFAULT_RETRY_SECONDS = 30.0  # how long a move is retried while the broker is unreachable
+FIRST_BACKOFF, MAX_BACKOFF = 0.05, 2.0
+RETRIED_STATUSES = frozenset({502, 503, 504})
 
 
 class BrokerMoveError(RuntimeError):
@@ -47,7 +52,10 @@ class Move:
 class BrokerMoves:
     """A keep-alive HTTP connection to one broker's admin API, safe to share across threads."""
 
-    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None) -> None:
+    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None,
+                 retry_for: float = DEFAULT_RETRY_SECONDS) -> None:
+        if not retry_for >= 0:
+            raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
         parsed = urllib.parse.urlsplit(admin_url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
@@ -55,6 +63,7 @@ class BrokerMoves:
         self._host = parsed.hostname
         self._port = parsed.port or (443 if self._https else 80)
         self._timeout = timeout
+        self.retry_for = retry_for
         self._auth = auth or AuthOptions()
         self._ssl = self._auth.ssl_context() if self._https else None
         self._lock = threading.Lock()
@@ -86,20 +95,32 @@ class BrokerMoves:
         return bool(answer.get("moved"))
 
     def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        last: Exception | None = None
-        for attempt in range(ATTEMPTS):
+        """POST until an answer that is not 502/503/504 comes, or retry_for has passed."""
+        deadline = time.monotonic() + self.retry_for
+        backoff = FIRST_BACKOFF
+        attempts = 0
+        while True:
+            attempts += 1
             with self._lock:
                 try:
                     conn = self._connection()
                     headers = {"Content-Type": "application/json", **self._auth.http_headers()}
                     conn.request("POST", path, body, headers)
                     resp = conn.getresponse()
-                    return resp.status, resp.read()
+                    status, payload = resp.status, resp.read()
+                    if status not in RETRIED_STATUSES:
+                        return status, payload
+                    problem = f"HTTP {status} {payload[:200]!r}"
                 except (OSError, http.client.HTTPException) as exc:
-                    last = exc
+                    problem = f"{type(exc).__name__}: {exc}"
                     self._close()
-            time.sleep(0.05 * 2**attempt)
-        raise BrokerMoveError(f"cannot reach the letterbox admin API at {self.admin_url}: {last}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BrokerMoveError(
+                    f"cannot reach the letterbox admin API at {self.admin_url} after {attempts} attempts "
+                    f"in {self.retry_for:g} s: {problem}")
+            time.sleep(min(backoff, left))
+            backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:

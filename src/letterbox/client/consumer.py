@@ -32,7 +32,7 @@ import pulsar
 
 from letterbox import failure
 from letterbox.auth_options import AuthOptions
-from letterbox.client.broker_moves import BrokerMoves, Move
+from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoves, Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
 from letterbox.failure import (
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -92,6 +92,10 @@ class RetryConsumer:
     `tls_trust_certs_file_path` for an https:// admin_url, or `admin_auth` for
     basic or TLS-certificate authentication. A role with consume on the topic's
     namespace may move to this subscription's own retry and dead letter topics.
+
+    A move the broker cannot be reached for (restarting, storage degraded:
+    502/503/504) is retried with backoff for `move_retry_seconds` (default 30)
+    before `reconsume_later` / `terminate` raise BrokerMoveError.
     """
 
     def __init__(
@@ -108,6 +112,7 @@ class RetryConsumer:
         auth_token: str | Callable[[], str] | None = None,
         tls_trust_certs_file_path: str | None = None,
         admin_auth: AuthOptions | None = None,
+        move_retry_seconds: float = DEFAULT_RETRY_SECONDS,
         **subscribe_kwargs: Any,
     ) -> None:
         if not isinstance(topic, str):
@@ -138,7 +143,8 @@ class RetryConsumer:
                 auth_token or os.environ.get("LETTERBOX_AUTH_TOKEN") or None, tls_trust_certs_file_path or ""
             )
         self._moves = BrokerMoves(
-            admin_url or os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL), auth=admin_auth
+            admin_url or os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL), auth=admin_auth,
+            retry_for=move_retry_seconds,
         )
         name = TopicName.parse(self.topic)
         self._counters = ConsumerCounters(name.tenant, name.namespace, self.topic, subscription_name)
