@@ -4,6 +4,7 @@ start-up line: `listening on pulsar://`, `tls on pulsar+ssl://`,
 `admin on http://`, `admin tls on https://`)."""
 from __future__ import annotations
 
+import base64
 import os
 import re
 import signal
@@ -14,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 
+from tests.conftest import BrokerProcess
+from tests.security.http import call
 from tests.security.pki import Pki, TokenKeys
 
 PORT_RES = {
@@ -129,3 +133,42 @@ def tls_args(broker_cert: Any, pki: Pki, plain: bool = False) -> list[str]:
         "--tls-key-file-path", str(broker_cert.key),
         "--tls-trust-certs-file-path", str(pki.ca),
     ]
+
+
+# --- sec-admin: a module-scoped broker with token authentication and authorization on
+# (plain ports), whose super user is `admin`; tokens for any role are signed with its key.
+SUPER_USER = "admin"
+
+
+class Secured:
+    def __init__(self, broker: BrokerProcess, secret: bytes) -> None:
+        self.broker = broker
+        self.secret = secret
+
+    def token(self, role: str, **claims: Any) -> str:
+        return jwt.encode({"sub": role, **claims}, self.secret, algorithm="HS256")
+
+    def admin(self, method: str, path: str, body: Any = None, role: str | None = SUPER_USER) -> tuple[int, Any]:
+        status, _, reply = call(self.broker.admin_url, method, path, body,
+                                token=self.token(role) if role else None)
+        return status, reply
+
+
+def secure_env(secret: bytes) -> dict[str, str]:
+    return {
+        "LETTERBOX_AUTHENTICATION_ENABLED": "true",
+        "LETTERBOX_AUTHENTICATION_PROVIDERS": "token",
+        "LETTERBOX_TOKEN_SECRET_KEY": "data:;base64," + base64.b64encode(secret).decode(),
+        "LETTERBOX_AUTHORIZATION_ENABLED": "true",
+        "LETTERBOX_SUPER_USER_ROLES": SUPER_USER,
+    }
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    secret = os.urandom(32)
+    data: Path = tmp_path_factory.mktemp("secured") / "data"
+    b = BrokerProcess(data, env=secure_env(secret)).start()
+    yield Secured(b, secret)
+    code = b.stop()
+    assert code == 0, "broker did not shut down cleanly:\n" + b.log()

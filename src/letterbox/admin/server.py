@@ -9,7 +9,8 @@
 # routes_*.py modules; each exposes register(admin, router) and build_app()
 # registers them all. Tenants, namespaces and registered clusters are kept in
 # the store's metadata map under the "tenant:", "namespace:" and "cluster/" key
-# prefixes.
+# prefixes. Every request passes security_middleware (authentication, then the
+# route's rule from access_rules.py) before any route sees it.
 from __future__ import annotations
 
 import asyncio
@@ -25,6 +26,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, errors_middleware
 from letterbox.admin.metrics import MetricsCache
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
+from letterbox.admin.security_middleware import security_middleware
 from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
 from letterbox.broker.topic import Topic
@@ -67,7 +69,9 @@ class AdminServer:
         )
 
         app = web.Application(client_max_size=MAX_BODY_BYTES,
-                              middlewares=[errors_middleware, validate_names])
+                              # credentials before names: a stranger learns nothing
+                              middlewares=[errors_middleware, security_middleware(self.service),
+                                           validate_names])
         registrars: list[Callable[[AdminServer, web.UrlDispatcher], None]] = [
             routes_cluster.register,
             routes_tenants.register,

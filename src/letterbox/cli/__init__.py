@@ -96,12 +96,14 @@ def _register() -> None:
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
     from letterbox.cli.perf import perf
+    from letterbox.cli.tokens import tokens
 
     main.add_command(perf)
     main.add_command(admin)
     main.add_command(dlq)
     main.add_command(produce)
     main.add_command(consume)
+    main.add_command(tokens)
     main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
 
 
