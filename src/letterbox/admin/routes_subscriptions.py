@@ -15,6 +15,7 @@ from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, path_int, query_flag, topic_name
 from letterbox.admin.topic_lookup import partition_targets, persistent_topic, subscription
 from letterbox.broker import subscription_admin as ops
+from letterbox.broker.namespace_limits import check_new_subscription
 from letterbox.broker.topic import PersistentTopic
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ class SubscriptionRoutes:
         targets = partition_targets(self.admin, name, "Create subscription")
         if any(sub_name in t.subscriptions for t in targets):
             raise AdminError(409, f"Subscription {sub_name} already exists for topic {name}")
+        for topic in targets:
+            check_new_subscription(topic, sub_name)
         for topic in targets:
             position = message_position(topic, body)
             sub = topic.subscription_for(sub_name, True, "latest", None)

@@ -17,6 +17,7 @@ from letterbox.admin.request_parsing import (
     topic_name,
 )
 from letterbox.admin.stats import empty_topic_stats, internal_stats
+from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.service import PARTITIONS_KEY
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import NotAllowed
@@ -72,6 +73,7 @@ class TopicRoutes:
         parent = name.partitioned_parent
         if parent != name and self.service.partitions_of(parent) > 0:
             raise AdminError(409, f"{name} is a partition of the partitioned topic {parent}")
+        check_new_topic(self.service, name)
         if name.persistent:
             self.service.store.open_ledger(str(name))
         else:

@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.consumer import Consumer
+from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
@@ -59,7 +60,10 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed("subscription name must not be empty")
     service = cnx.service
     service.authorization.check_consume(cnx.role, name, c.subscription)
-    topic = service.get_topic(name, create=c.force_topic_creation if c.HasField("force_topic_creation") else True)
+    force = c.force_topic_creation if c.HasField("force_topic_creation") else True
+    if force:
+        check_new_topic(service, name)
+    topic = service.get_topic(name, create=force)
     ks = c.keySharedMeta if c.HasField("keySharedMeta") else None
     sticky = None
     auto_split = True
@@ -98,6 +102,8 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if not durable and c.HasField("start_message_id"):
         start = _start_entry(topic, c.start_message_id)
     policy = consumer_policy(consumer.metadata)
+    if durable:
+        check_new_subscription(topic, c.subscription)
     sub = topic.subscription_for(c.subscription, durable, initial, start)
     try:
         sub.add_consumer(consumer, auto_split)

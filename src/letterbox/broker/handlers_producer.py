@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
@@ -49,6 +50,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     if c.HasField("initial_subscription_name") and c.initial_subscription_name:
         # creating a subscription is consuming (as Pulsar checks it)
         service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
+    check_new_topic(service, name)
     topic = service.get_topic(name, create=True)
     user_named = bool(c.HasField("producer_name") and c.producer_name)
     pname = c.producer_name if user_named else service.new_producer_name()
@@ -57,6 +59,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     if isinstance(topic, PersistentTopic):
         producer.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(pname)
         if c.HasField("initial_subscription_name") and c.initial_subscription_name:
+            check_new_subscription(topic, c.initial_subscription_name)
             topic.subscription_for(c.initial_subscription_name, True, "earliest", None)
     if c.HasField("schema"):
         service.put_schema(name, c.schema.SerializeToString())
@@ -116,6 +119,8 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
             raise NotAllowed(f"message refused: {exc}") from None
         _publish(cnx, producer, c, hp, num, meta.publish_time)
         return
+    # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
+    cnx.guard.publish_started(len(hp))
     task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, parsed.payload, meta))
     producer.checking = task
     cnx.service.track(task)
@@ -146,6 +151,7 @@ async def _check_off_loop(
             assert frame.headers_and_payload is not None
             _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time)
     finally:
+        cnx.guard.publish_done(len(frame.headers_and_payload or b""))
         if producer.checking is asyncio.current_task():
             producer.checking = None
 
@@ -167,6 +173,8 @@ def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, n
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
     fut = topic.publish(producer, hp, num, publish_time, top)
+    cnx.guard.publish_started(len(hp))
+    fut.add_done_callback(lambda _f: cnx.guard.publish_done(len(hp)))
     _chain(cnx, producer, fut, seq, highest)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 from letterbox.broker import handlers_auth, handlers_consumer, handlers_producer, handlers_topic
+from letterbox.broker.connection_guard import ConnectionGuard
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
 from letterbox.security.tls import peer_common_name
@@ -43,6 +44,7 @@ class ServerCnx(asyncio.Protocol):
         self.refresh_timer: asyncio.TimerHandle | None = None
         self.refusal_timer: asyncio.TimerHandle | None = None
         self._input_held = False
+        self._reading = True  # the transport's reading state (hold_input and the guard's backpressure)
         # why this connection's credentials were refused (every request now gets it)
         self.refusal: str | None = None
         self.proto = ServerProtocol(max_frame_size=service.config.max_message_size + FRAME_PADDING)
@@ -59,6 +61,8 @@ class ServerCnx(asyncio.Protocol):
         self._last_seen = time.monotonic()
         self._keepalive: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
+        # connection limits, CONNECT/frame time limits, backpressure (connection_guard.py)
+        self.guard = ConnectionGuard(self)
 
     # --- transport callbacks ---------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -66,6 +70,10 @@ class ServerCnx(asyncio.Protocol):
         self.transport = tr
         peer = tr.get_extra_info("peername")
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self.guard.admit(str(peer[0]) if peer else "?"):
+            self.closed = True
+            tr.abort()
+            return
         if self.tls:
             self.peer_common_name = peer_common_name(tr)
         tr.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
@@ -83,30 +91,45 @@ class ServerCnx(asyncio.Protocol):
         self._process()
 
     def _process(self) -> None:
+        frames = 0
         try:
             while not self.closed and not self._input_held:
                 frame = self.proto.next_event()
                 if frame is None:
                     break
+                frames += 1
                 self._dispatch(frame)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.remote, exc)
             self.close()
+            return
+        # frames held back (authentication in progress) are not a slow sender's
+        self.guard.after_data(frames, self.proto.buffered, timing=not self._input_held)
 
     def hold_input(self) -> None:
         """Handle no further frame until release_input() (authentication in progress)."""
         self._input_held = True
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self.update_reading()
 
     def release_input(self) -> None:
         self._input_held = False
         if self.transport is not None and not self.closed:
-            self.transport.resume_reading()
+            self.update_reading()
             self._process()
+
+    def update_reading(self) -> None:
+        """Read from the socket unless input is held or backpressure (guard) says stop."""
+        reading = not (self._input_held or self.guard.paused)
+        if reading != self._reading and self.transport is not None and not self.closed:
+            self._reading = reading
+            if reading:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.guard.close()
         if self._keepalive is not None:
             self._keepalive.cancel()
         for timer in (self.refresh_timer, self.refusal_timer):

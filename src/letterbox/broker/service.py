@@ -15,7 +15,9 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
+from letterbox.broker.connection_guard import ConnectionLimiter, PublishBuffer
 from letterbox.broker.message_expiry import MessageExpiryMonitor
+from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.namespace_policies import NamespacePolicyCache
 from letterbox.broker.topic import (
     NonPersistentSubscription,
@@ -72,6 +74,8 @@ class BrokerService:
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.connections: set[ServerCnx] = set()
+        self.connection_limiter = ConnectionLimiter(config)
+        self.publish_buffer = PublishBuffer(config)
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
         # bound ports of the pulsar:// and pulsar+ssl:// listeners (0: that listener is off)
         self.port = 0
@@ -236,6 +240,7 @@ class BrokerService:
     async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:
         if partitions < 1:
             raise NotAllowed("number of partitions must be at least 1")
+        check_new_topic(self, name, partitions - self.partitions_of(name))
         await self.store.put_metadata(PARTITIONS_KEY + str(name), str(partitions))
 
     def list_topics(self, namespace: str) -> list[str]:

@@ -70,6 +70,11 @@ class ServerProtocol:
         return frame
 
     @property
+    def buffered(self) -> int:
+        """Bytes received of a frame not yet complete."""
+        return self._decoder.buffered
+
+    @property
     def connected(self) -> bool:
         return self.state is State.CONNECTED
 
