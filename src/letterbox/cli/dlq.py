@@ -3,12 +3,15 @@
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
 #   GET  {dlq topic path}/letterbox/deadLetters?limit=N&reason=R
 #   POST {dlq topic path}/letterbox/redrive  {filters, maxMessages, ratePerSecond, dryRun}
+#   DELETE {dlq topic path}/letterbox/redrive (cancel the redrive running there)
 #   POST {dlq topic path}/letterbox/purge    {filters, dryRun}
 # Redrive is idempotent on the server, so the CLI drives a long run as a
 # series of calls of at most CHUNK messages each: it first asks (dry run) how
 # many match, then calls until nothing is moved or nothing matching remains,
-# updating a progress bar (on stderr) as it goes. Interrupting it leaves the
-# DLQ consistent; running it again carries on. Purge asks for confirmation
+# updating a progress bar (on stderr) as it goes. Interrupting it (Ctrl-C)
+# cancels the call in flight on the broker and leaves the DLQ consistent;
+# running it again carries on. `redrive-cancel` stops a redrive started
+# elsewhere. Purge asks for confirmation
 # unless --yes.
 from __future__ import annotations
 
@@ -168,7 +171,8 @@ class _NoBar:
               help="Move to this topic instead of each message's REAL_TOPIC.")
 @_filter_options
 @click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many messages.")
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="At most this many messages a second.")
+@click.option("--rate", type=click.FloatRange(min=1, max=100_000),
+              help="At most this many messages a second (1 to 100,000).")
 @output_option
 @pass_admin
 def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None, reason: str | None,
@@ -218,13 +222,28 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
                 if step == 0 or remaining == 0:
                     break
     except KeyboardInterrupt:
+        with contextlib.suppress(click.ClickException):
+            a.client.request("DELETE", path)  # stop the call in flight on the broker
         raise click.ClickException(
-            f"interrupted after {moved} of {goal} messages were moved (the call in flight may still "
-            "finish on the broker); run the same command again to move the rest: nothing is moved twice"
+            f"interrupted after {moved} of {goal} messages were moved (the call in flight was cancelled); "
+            "run the same command again to move the rest: nothing is moved twice"
         ) from None
     a.report(f"Moved {moved} messages{_describe(body)} from {dlq_topic} {where}; "
              f"{remaining} matching messages remain",
              {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False})
+
+
+@dlq.command("redrive-cancel")
+@click.argument("dlq_topic", type=TOPIC)
+@output_option
+@pass_admin
+def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName) -> None:
+    """Stop the redrive running on DLQ_TOPIC (started by this or another client).
+
+    What it has moved stays moved; run the redrive again to move the rest.
+    """
+    a.client.request("DELETE", topic_path(dlq_topic) + "/letterbox/redrive")
+    a.report(f"Cancelled the redrive running on {dlq_topic}", {"cancelled": True})
 
 
 @dlq.command("purge")
