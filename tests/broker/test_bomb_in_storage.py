@@ -109,5 +109,12 @@ def test_admin_views_answer_per_message_with_bounded_memory(broker_factory: Any,
     assert status == 200 and answer["moved"] == 1, answer
     status, listed = call(base, "GET", f"{PATH}/letterbox/deadLetters?{urllib.parse.urlencode({'limit': 100})}")
     assert status == 200 and len(listed) == 4 and all(m["error"] for m in listed), listed
+    # moving one message of the bomb batch (the atomic move) is refused for that message, nothing moves
+    move = f"{PATH}/subscription/inspect/letterbox/move"
+    status, answer = call(base, "POST", move,
+                          f'{{"messageId": "{ledger_id}:3:-1:0", "target": "persistent://public/default/bomb-moved"}}')
+    assert status == 412 and "cannot be reopened" in answer["reason"], answer
+    status, _h, body = call_raw(base, "GET", f"{PATH}/subscription/inspect/position/4")
+    assert status == 200 and _h["X-Pulsar-Message-ID"] == f"{ledger_id}:3"  # still in its subscription
     peak = peak_rss_kb(broker)
     assert peak < MAX_PEAK_RSS_KB, f"broker peak RSS {peak} kB"

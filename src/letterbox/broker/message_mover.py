@@ -24,6 +24,8 @@ from letterbox.broker.moved_entry import prepare_moved_append
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.failure import MAX_DELAY_MS
 from letterbox.message_properties import origin_message_id
+from letterbox.protocol import MalformedFrame
+from letterbox.protocol.compression import CompressionError
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
@@ -90,12 +92,16 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
                                         last_delivery_counted=False)
             extra = {**stamps, **extra}
         skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
-        prepared = prepare_moved_append(
-            txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
-            producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
-            deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
-            limit=service.config.max_message_size,
-        )
+        try:
+            prepared = prepare_moved_append(
+                txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
+                producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
+                deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
+                limit=service.config.max_message_size,
+            )
+        except (CompressionError, MalformedFrame) as exc:  # a batch that cannot be reopened stays put
+            raise NotAllowed(f"message {eid}:{req.batch_index} of {source.name} cannot be reopened "
+                             f"to move one message of its batch: {exc}") from None
         if prepared is None:  # cannot happen: the one message asked for is kept
             raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
         append, count = prepared
