@@ -46,6 +46,7 @@ from letterbox.failure import (
     RetryPolicy,
     Terminate,
     decide,
+    origin_stamps,
     reconsume_times,
     retry_stamps,
     topic_role,
@@ -274,11 +275,9 @@ class RetryConsumer:
         self._counters.dlq.inc()
 
     def _origin(self, msg: pulsar.Message) -> dict[str, str]:
-        old = msg.properties()
-        return {
-            REAL_TOPIC: old.get(REAL_TOPIC) or msg.topic_name(),
-            ORIGIN_MESSAGE_ID: old.get(ORIGIN_MESSAGE_ID) or message_id_text(msg),
-        }
+        old = msg.properties()  # a message moved before keeps its first origin
+        return origin_stamps(old.get(REAL_TOPIC) or msg.topic_name(),
+                             old.get(ORIGIN_MESSAGE_ID) or message_id_text(msg))
 
     def _move(self, msg: pulsar.Message, move: Move) -> None:
         consumer = self._consumer_of(msg)
