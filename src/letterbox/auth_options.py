@@ -130,6 +130,14 @@ class AuthOptions:
             kwargs["tls_trust_certs_file_path"] = self.tls_trust_certs_file_path
         return kwargs
 
+    def spark_options(self) -> dict[str, str]:
+        """The same identity as options of the letterbox Spark data source."""
+        if self.token_supplier is not None:
+            raise AuthOptionsError("a token supplier cannot be passed to Spark; give the token or a file:// URL")
+        out = {"auth_plugin": self.plugin, "auth_params": self.params,
+               "tls_trust_certs_file_path": self.tls_trust_certs_file_path}
+        return {k: v for k, v in out.items() if v}
+
     # --- for admin HTTP calls --------------------------------------------------------------
     def http_headers(self) -> dict[str, str]:
         if self.kind == "token":

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import click
 
+from letterbox.auth_flags import current_auth
 from letterbox.cli import admin_permissions
 from letterbox.cli.admin_topics import topics
-from letterbox.cli.auth import current_auth
 from letterbox.cli.http import (
     AdminClient,
     AdminContext,

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from letterbox.cli.auth import auth_options, current_auth
+from letterbox.auth_flags import auth_options, current_auth
 from letterbox.cli.output import (
     OUTPUT_CHOICE,
     echo_json,

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from letterbox.cli.auth import current_auth
+from letterbox.auth_flags import current_auth
 from letterbox.cli.http import (
     HTTP_TIMEOUT,
     AdminClient,

@@ -20,8 +20,8 @@ from typing import Any
 
 import click
 
+from letterbox.auth_flags import auth_options
 from letterbox.auth_options import AuthOptions
-from letterbox.cli.auth import auth_options
 from letterbox.cli.output import OUTPUT_CHOICE, echo_json
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 
 import click
 
+from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions
-from letterbox.cli.auth import auth_options, current_auth
 
 
 @dataclass

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from letterbox.auth_flags import auth_options, current_auth
+
 
 @click.group()
 def pipeline() -> None:
@@ -50,6 +52,7 @@ def load_handler(spec: str) -> Any:
 @click.option("--max-records-per-trigger", type=int, help="Admission control per micro-batch.")
 @click.option("--trigger-interval", default="1 second", show_default=True)
 @click.option("--stop-after-idle", type=float, help="Stop once no record arrived for this many seconds.")
+@auth_options
 def run(
     handler: str,
     topic: str,
@@ -98,6 +101,7 @@ def run(
             dead_letter_topic=dlq_topic,
             max_records_per_trigger=max_records_per_trigger,
             trigger_interval=trigger_interval,
+            auth=current_auth(),
         )
     except PolicyError as exc:
         raise click.UsageError(str(exc)) from None
@@ -136,6 +140,7 @@ def _until_idle(query: Any, idle_s: float) -> None:
 @click.option("--out", "out_dir", default="dlq-report", show_default=True, help="Directory for dlq-report.txt and .png.")
 @click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
 @click.option("--master", default="local[*]", show_default=True)
+@auth_options
 def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: str) -> None:
     """Count DLQ_TOPIC's dead letters by reason, source topic, error and hour (table + PNG)."""
     from letterbox.spark.dlq_report import dlq_report
@@ -143,7 +148,7 @@ def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: s
 
     spark = local_session(master, "letterbox-dlq-report")
     try:
-        report = dlq_report(spark, service_url, dlq_topic, out_dir)
+        report = dlq_report(spark, service_url, dlq_topic, out_dir, auth=current_auth())
     finally:
         spark.stop()
     click.echo(report.text())
@@ -157,6 +162,7 @@ def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: s
 @click.option("--run-name", default="redrive", show_default=True, help="Runs with the same name, filter and target republish nothing twice.")
 @click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
 @click.option("--master", default="local[*]", show_default=True)
+@auth_options
 def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str) -> None:
     """Republish dead letters of DLQ_TOPIC that match --where, idempotently, on Spark."""
     from letterbox.spark.redrive import redrive
@@ -164,7 +170,8 @@ def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_n
 
     spark = local_session(master, "letterbox-redrive")
     try:
-        result = redrive(spark, service_url, dlq_topic, where=where, target=target, run_name=run_name)
+        result = redrive(spark, service_url, dlq_topic, where=where, target=target, run_name=run_name,
+                         auth=current_auth())
     except Exception as exc:
         raise click.ClickException(f"redrive failed: {str(exc).splitlines()[0]}") from None
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from letterbox import message_properties as mp
+from letterbox.auth_options import AuthOptions
 
 
 @dataclass
@@ -34,11 +35,12 @@ class DlqReport:
         return "\n".join(parts) + "\n"
 
 
-def dead_letters(spark: Any, service_url: str, dlq_topic: str) -> Any:
+def dead_letters(spark: Any, service_url: str, dlq_topic: str, auth: AuthOptions | None = None) -> Any:
     """The DLQ as a DataFrame with reason, source, error and hour columns added."""
     from pyspark.sql import functions as F
 
-    df = spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic).load()
+    df = (spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic)
+          .options(**(auth or AuthOptions()).spark_options()).load())
     props = F.col("properties")
     dead_ms = props.getItem(mp.DEAD_LETTER_TIME).cast("long")
     when = F.coalesce(F.timestamp_millis(dead_ms), F.col("publish_time"))
@@ -51,10 +53,11 @@ def dead_letters(spark: Any, service_url: str, dlq_topic: str) -> Any:
     )
 
 
-def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path, top_errors: int = 15) -> DlqReport:
+def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path, top_errors: int = 15,
+               auth: AuthOptions | None = None) -> DlqReport:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = dead_letters(spark, service_url, dlq_topic).select("reason", "source", "error", "hour").cache()
+    df = dead_letters(spark, service_url, dlq_topic, auth).select("reason", "source", "error", "hour").cache()
     try:
         total = df.count()
         tables = {

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from letterbox import message_properties as mp
+from letterbox.auth_options import AuthOptions
 from letterbox.failure import redriven_properties
 from letterbox.spark.broker_io import open_client
 from letterbox.spark.offsets import sequence_id_for
@@ -36,26 +37,29 @@ def redrive(
     where: str | None = None,
     target: str | None = None,
     run_name: str = "redrive",
+    auth: AuthOptions | None = None,
 ) -> dict[str, int]:
     """Republish the dead letters matching `where` (Spark SQL over the source schema).
 
     Returns {"selected": matching dead letters, "republished": newly stored
     messages}; a repeated run selects the same and republishes 0.
     """
-    df = spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic).load()
+    auth = auth or AuthOptions()
+    df = (spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic)
+          .options(**auth.spark_options()).load())
     if where:
         df = df.where(where)
     if target is None:
         df = df.where(f"properties['{mp.REAL_TOPIC}'] IS NOT NULL")
     tag = hashlib.sha1(f"{full_topic_name(dlq_topic)}|{where or ''}|{target or ''}|{run_name}".encode()).hexdigest()[:10]
-    fn = _republish(service_url, target and full_topic_name(target), tag)
+    fn = _republish(service_url, target and full_topic_name(target), tag, auth)
     counted = df.mapInArrow(fn, "sent long, stored long").groupBy().sum("sent", "stored").collect()[0]
     return {"selected": int(counted[0] or 0), "republished": int(counted[1] or 0)}
 
 
-def _republish(service_url: str, target: str | None, tag: str) -> Any:
+def _republish(service_url: str, target: str | None, tag: str, auth: AuthOptions) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        client = open_client(service_url)  # one per task, shared by the per-DLQ-partition producers
+        client = open_client(service_url, auth=auth)  # one per task, shared by the per-DLQ-partition producers
         pubs: dict[str, IdempotentPublisher] = {}
         try:
             for b in batches:

@@ -20,13 +20,14 @@ import hashlib
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulsar
 import pyarrow as pa
 
 from letterbox import message_properties as mp
+from letterbox.auth_options import AuthOptions
 from letterbox.failure import (
     DeadLetter,
     DeliverAt,
@@ -71,6 +72,7 @@ class RouterConfig:
     policy: RetryPolicy
     handler: Callable[..., Any]
     vectorized: bool = False
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
 
 def _to_bytes(out: Any, record: Record) -> bytes:
@@ -227,7 +229,7 @@ def route_ranges(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Sink rows are yielded as they come: if the task fails later (a
         # publish error in flush()), Spark discards the task's output.
-        client = open_client(cfg.service_url)
+        client = open_client(cfg.service_url, auth=cfg.auth)
         router = Router(cfg, client)
         try:
             for b in batches:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from letterbox.auth_options import AuthOptions
 from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
 from letterbox.spark.pipeline.router import SINK_DDL, RouterConfig, route_ranges
 
@@ -50,6 +51,8 @@ class Pipeline:
     trigger_interval: str = "1 second"
     starting_offsets: str = "earliest"
     read_timeout_ms: int = 10_000
+    # credentials and TLS trust for every client the pipeline opens (auth_options.py)
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
     def __post_init__(self) -> None:
         self.topics = PipelineTopics.build(self.topic, self.subscription, self.policy, self.dead_letter_topic)
@@ -62,6 +65,7 @@ class Pipeline:
             .option("subscription", self.subscription)
             .option("starting_offsets", self.starting_offsets)
             .option("emit", "ranges")
+            .options(**self.auth.spark_options())
             .option("retry_tiers", json.dumps({t: round(d * 1000) for d, t in self.topics.tiers.items()}))
         )
         if self.max_records_per_trigger:
@@ -69,7 +73,7 @@ class Pipeline:
         return reader.load()
 
     def process_batch(self, df: Any, batch_id: int) -> None:
-        cfg = RouterConfig(self.service_url, self.topics, self.policy, self.handler, self.vectorized)
+        cfg = RouterConfig(self.service_url, self.topics, self.policy, self.handler, self.vectorized, self.auth)
         routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True), SINK_DDL)
         sink = parquet_sink(self.sink) if isinstance(self.sink, str) else self.sink
         sink(routed, batch_id)

@@ -1,5 +1,5 @@
-# The authentication and TLS options of every CLI command that talks to a
-# broker: --auth-token TOKEN, --auth-token-file PATH (env LETTERBOX_AUTH_TOKEN
+# The click options for authentication and TLS of every CLI command that talks
+# to a broker (the letterbox CLI and the Spark pipeline commands): --auth-token TOKEN, --auth-token-file PATH (env LETTERBOX_AUTH_TOKEN
 # for the token itself) and --tls-trust-certs CA.pem (env
 # LETTERBOX_TLS_TRUST_CERTS). They are collected into the click context's
 # meta, so groups and leaf commands share them without changing the commands'
