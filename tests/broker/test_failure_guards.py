@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulsar
 import pytest
 
 from tests.admin.helpers import call
@@ -67,3 +68,28 @@ def test_namespace_ttl_and_dead_letter_policy_make_one_dlq_per_subscription(
     assert status == 200
     assert sorted((t["topic"], t["byReason"]) for t in dead) == sorted(
         (f"persistent://{d}", {"expired": 5}) for d in dlqs.values())
+
+
+def test_namespace_dead_letter_policy_never_dead_letters_a_dead_letter_topic(
+    broker: BrokerProcess, client: Any, ns: str
+) -> None:
+    """Nacks on a dead letter topic under a namespace dead-letter policy are redelivered
+    (and counted), never moved to a `<dlq>-<sub>-DLQ`."""
+    b = broker.admin_url
+    assert call(b, "POST", N + ns + "/letterbox/deadLetterPolicy", '{"maxRedeliverCount": 1}')[0] == 204
+    dlq = f"persistent://public/{ns}/orders-s-DLQ"
+    consumer = client.subscribe(dlq, "audit", consumer_type=pulsar.ConsumerType.Shared,
+                                negative_ack_redelivery_delay_ms=20)
+    producer = client.create_producer(dlq, batching_enabled=False)
+    producer.send(b"dead")
+    producer.close()
+    counts = []
+    for _ in range(4):
+        msg = consumer.receive(10_000)
+        counts.append(msg.redelivery_count())
+        consumer.negative_acknowledge(msg)
+    consumer.acknowledge(consumer.receive(10_000))
+    consumer.close()
+    assert counts == [0, 1, 2, 3]
+    listed = call(b, "GET", f"/admin/v2/persistent/public/{ns}")[1]
+    assert listed == [dlq]
