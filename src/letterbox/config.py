@@ -64,7 +64,8 @@ class BrokerConfig:
     tls_key_file_path: str = ""
     tls_trust_certs_file_path: str = ""  # CA(s) that client certificates must chain to
     tls_require_trusted_client_cert_on_connect: bool = False  # mutual TLS
-    tls_allow_insecure_connection: bool = False  # accept client certs the CA did not sign
+    # accept any client certificate unverified (then never used to authenticate)
+    tls_allow_insecure_connection: bool = False
     # --- authentication and authorization ---
     authentication_enabled: bool = False
     authentication_providers: list[str] = field(default_factory=list)

@@ -46,6 +46,15 @@ zookeeperServers=zk:2182
     assert cfg.admin_port is None and cfg.port == 6650  # an empty webServicePort: no plain admin
 
 
+def test_every_pulsar_key_maps_to_a_setting() -> None:
+    from dataclasses import fields
+
+    from letterbox.security.pulsar_config import PULSAR_KEYS
+
+    names = {f.name for f in fields(BrokerConfig)}
+    assert set(PULSAR_KEYS.values()) <= names
+
+
 def test_pulsar_config_empty_plain_port_needs_a_tls_port() -> None:
     with pytest.raises(ConfigError, match="port is disabled and broker_service_port_tls is not set"):
         BrokerConfig.load(env={}, pulsar_settings={"port": ""})
