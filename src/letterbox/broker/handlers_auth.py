@@ -1,16 +1,20 @@
 # Authentication of a binary-protocol connection: CONNECT carries the
-# client's method name and auth data; the broker answers CONNECTED only once
-# they prove a role, else an ERROR with AuthenticationError and a reason, then
-# closes. While a token-authenticated connection is open, every
+# client's method name and auth data, checked before anything else on the
+# connection is handled. Accepted: CONNECTED, and ServerCnx.role is the role.
+# Refused: CONNECTED, then every request gets AuthenticationError with the
+# reason and the connection is closed (or after REFUSED_GRACE_SECONDS if the
+# client asks nothing) -- Pulsar sends an ERROR before CONNECTED instead, which
+# the official C++-based clients report only as a retryable connect failure.
+# While a token-authenticated connection is open, every
 # authentication_refresh_check_seconds the broker checks the token's expiry;
 # an expired one gets AUTH_CHALLENGE, and the client's AUTH_RESPONSE must
-# authenticate as the same role or the connection is closed (Pulsar's
-# authenticationRefreshCheckSeconds).
+# authenticate as the same role, else ERROR AuthenticationError and a close
+# (Pulsar's authenticationRefreshCheckSeconds).
 #
 # Invariants: no frame after CONNECT is handled before authentication ends
-# (ServerCnx holds its input); a refusal is always an ERROR frame before the
-# close, never a bare close or a hang; checks that may be slow (bcrypt, crypt)
-# run off the event loop.
+# (ServerCnx holds its input), and a refused connection never reaches a
+# handler; a refusal always says why, never a bare close or a hang; checks
+# that may be slow (bcrypt, crypt) run off the event loop.
 from __future__ import annotations
 
 import asyncio
