@@ -195,10 +195,8 @@ class StatsTracker:
         backlog = sub.backlog() if hasattr(sub, "backlog") else 0
         delayed = sub.delayed_count() if hasattr(sub, "delayed_count") else 0
         ranges = getattr(sub.cursor, "individually_acked_ranges", None) if hasattr(sub, "cursor") else None
-        active = None
         dispatcher = getattr(sub, "dispatcher", None)
-        if dispatcher is not None and getattr(dispatcher, "active", None) is not None:
-            active = dispatcher.active.name
+        active = dispatcher.active_name() if dispatcher is not None else None
         return {
             "msgRateOut": rate_out,
             "msgThroughputOut": rate_out * avg,

@@ -39,9 +39,6 @@ class Consumer:
     permits_owed: int = 0
     pending: PendingAcks = field(init=False)
     subscription: Subscription | None = None
-    # Key_Shared: entries at or after this id wait until everything before it
-    # is acknowledged (keeps per-key order when ranges move to a new consumer)
-    ks_fence: int | None = None
     msg_out: int = 0
     closed: bool = False
     # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer

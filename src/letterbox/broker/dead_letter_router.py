@@ -7,17 +7,23 @@
 # dead letter topic of its own (failure.naming.dead_letter_target). The
 # stamps are the failure core's table. A DLQ topic keeps its messages even
 # with no subscription (topics without cursors are never trimmed).
+# The stamps' counts and delivery times come from the subscription's
+# persisted delivery state (storage/delivery_state.py).
 from __future__ import annotations
 
 import logging
 import time
 from typing import TYPE_CHECKING
 
-from letterbox.broker.moved_entry import prepare_moved_append
+from letterbox import failure
+from letterbox.broker.moved_entry import build_raw_moved_entry, prepare_moved_append
 from letterbox.errors import NotAllowed
 from letterbox.failure import PolicyError, dead_letter_target
-from letterbox.failure import dead_letter_stamps as stamps_of
-from letterbox.message_properties import REASON_MAX_REDELIVERIES
+from letterbox.message_properties import (
+    DEAD_LETTER_DESCRIPTION,
+    REAL_TOPIC,
+    REASON_MAX_REDELIVERIES,
+)
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
 
 log = logging.getLogger("letterbox.dlq")
+MALFORMED_DESCRIPTION = "malformed message, moved as raw bytes"
 
 
 def dead_letter_topic_name(source: TopicName, subscription: str, configured: str | None) -> TopicName:
@@ -46,9 +53,9 @@ def dead_letter_stamps(
     """The properties a dead letter gains: why, when, where from, and its deliveries.
     `last_delivery_counted`: the redelivery count already includes the delivery that
     failed last (a max-redeliveries decision counts it before deciding)."""
-    first, last = sub.delivery_times(entry_id)
+    first, last = sub.cursor.deliveries.delivery_times(entry_id)
     count = sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)
-    return stamps_of(reason, now, sub.name, count, first, last, description)
+    return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description)
 
 
 async def move_to_dead_letter(
@@ -63,7 +70,8 @@ async def move_to_dead_letter(
     The DLQ appends and the acknowledgements are one transaction; nothing changes in memory
     unless it committed. If it failed, the entries stay unacknowledged (redeliverable), the
     failure is counted and logged once, and the storage error is raised. An entry that
-    cannot be reopened (malformed) is moved as its original bytes."""
+    cannot be reopened (malformed) is moved as its original payload, the stamps and a
+    DEAD_LETTER_DESCRIPTION saying why on its metadata: it is never retried forever."""
     source = sub.topic
     service = source.service
     target_name = dead_letter_topic_name(source.name, sub.name, dlq_topic)
@@ -95,10 +103,16 @@ async def move_to_dead_letter(
                     skip_indexes=cursor.acked_indexes(eid), producer_name=producer_name, now=now,
                     limit=service.config.max_message_size,
                 )
-            except Exception as exc:  # a malformed entry: keep its original bytes
-                log.warning("entry %d of %s cannot be reopened (%s): dead-lettered as its "
-                            "original bytes, without stamps", eid, source.name, exc)
-                prepared = txn.append(target.ledger, entry.data, entry.num_messages, now), entry.num_messages
+            except Exception as exc:  # a malformed entry: its original bytes, with the reason
+                log.warning("entry %d of %s is malformed (%s): dead-lettered as raw bytes", eid, source.name, exc)
+                raw = build_raw_moved_entry(
+                    entry.data, ledger_id=entry.position.ledger_id, entry_id=eid,
+                    partition=source.name.partition_index, num_messages=entry.num_messages,
+                    extra={**extra, REAL_TOPIC: str(source.name),
+                           DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
+                    producer_name=producer_name, sequence_id=txn.next_entry_id(target.ledger), publish_time=now,
+                )
+                prepared = txn.append(target.ledger, raw, entry.num_messages, now), entry.num_messages
             moved_ids.append(eid)
             if prepared is not None:
                 moved += prepared[1]
@@ -111,7 +125,7 @@ async def move_to_dead_letter(
             service.storage_failed("dead_letter", exc, f"{len(moved_ids)} entries of {source.name}/{sub.name}")
             raise
     for eid in moved_ids:
-        sub.forget_delivery(eid)
+        sub.settle_acknowledged(eid)
     service.stats.dead_lettered(reason, moved)
     log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
     return moved

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from letterbox.storage.delivery_state import DeliveryState
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ class MemoryCursor:
         self._md = mark_delete_entry
         self._acked: set[int] = set()
         self._batches: dict[int, set[int]] = {}
-        self._redelivery: dict[int, int] = {}
+        self.deliveries = DeliveryState()
 
     @property
     def mark_delete(self) -> Position:
@@ -28,20 +29,32 @@ class MemoryCursor:
     def is_acked(self, entry_id: int) -> bool:
         return entry_id <= self._md or entry_id in self._acked
 
-    def redelivery_count(self, entry_id: int) -> int:
-        return self._redelivery.get(entry_id, 0)
+    def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int:
+        return self.deliveries.count(entry_id, batch_index)
 
     def increment_redelivery(self, entry_ids: list[int]) -> None:
         for e in entry_ids:
             if not self.is_acked(e):
-                self._redelivery[e] = self._redelivery.get(e, 0) + 1
+                done = self._batches.get(e)
+                if done:
+                    entry = self.ledger.read_entry(e)
+                    size = entry.num_messages if entry is not None else 0
+                    self.deliveries.increment(e, [i for i in range(size) if i not in done], size)
+                else:
+                    self.deliveries.increment(e)
+
+    def set_due(self, entry_id: int, due_ms: int | None) -> None:
+        if due_ms is None:
+            self.deliveries.due.pop(entry_id, None)
+        elif not self.is_acked(entry_id):
+            self.deliveries.due[entry_id] = due_ms
 
     def ack(self, entry_ids: list[int]) -> None:
         for e in entry_ids:
             if e > self._md:
                 self._acked.add(e)
                 self._batches.pop(e, None)
-                self._redelivery.pop(e, None)
+                self.deliveries.forget(e)
         while self._md + 1 in self._acked:
             self._md += 1
             self._acked.discard(self._md)
@@ -76,12 +89,15 @@ class MemoryCursor:
             self._md = entry_id
             self._acked = {e for e in self._acked if e > entry_id}
             self._batches = {e: s for e, s in self._batches.items() if e > entry_id}
+            self.deliveries.forget_through(entry_id)
             self.ack([])
 
     def reset(self, next_entry_id: int) -> None:
         self._md = next_entry_id - 1
         self._acked.clear()
         self._batches.clear()
+        self.deliveries.times.clear()
+        self.deliveries.due.clear()
 
     def backlog(self) -> int:
         return max(0, self.ledger.count_messages(self._md) - len(self._acked))

@@ -7,6 +7,9 @@
 # are laid over. A batch is reopened (decompressed if needed) so that messages
 # left out (already acknowledged, or not the one being moved) are dropped and
 # every message carries the properties.
+# A batch that cannot be reopened (malformed) is moved as raw bytes instead
+# (build_raw_moved_entry): the original payload untouched, the properties on
+# the entry's metadata; if even the metadata is unreadable, the entry as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -125,3 +128,38 @@ def build_moved_entry(
     meta.ClearField("uncompressed_size")
     meta.num_messages_in_batch = len(kept)
     return build_headers_and_payload(meta, payload), len(kept)
+
+
+def build_raw_moved_entry(
+    data: bytes,
+    *,
+    ledger_id: int,
+    entry_id: int,
+    partition: int,
+    num_messages: int,
+    extra: Mapping[str, str],
+    producer_name: str,
+    sequence_id: int,
+    publish_time: int,
+) -> bytes:
+    """The entry moved as raw bytes: its payload unchanged (still compressed and
+    batched as it was), `extra` and the origin on its metadata. An entry whose
+    metadata cannot be read is returned as it is."""
+    try:
+        parsed = parse_headers_and_payload(data)
+        meta = pb.MessageMetadata()
+        meta.CopyFrom(parsed.metadata)
+        kv = {p.key: p.value for p in meta.properties}
+        kv.setdefault(ORIGIN_MESSAGE_ID, origin_message_id(ledger_id, entry_id, partition, -1))
+        kv.setdefault(ORIGIN_PUBLISH_TIME, str(meta.publish_time))
+        kv.update(extra)
+        del meta.properties[:]
+        for k, v in kv.items():
+            meta.properties.add(key=k, value=v)
+        meta.producer_name = producer_name
+        meta.sequence_id = sequence_id
+        meta.publish_time = publish_time
+        meta.ClearField("deliver_at_time")
+        return build_headers_and_payload(meta, bytes(parsed.payload))
+    except Exception:
+        return data

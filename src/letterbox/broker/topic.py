@@ -9,7 +9,7 @@ import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
-from letterbox.broker.dispatchers import SingleActiveConsumerDispatcher, make_dispatcher
+from letterbox.broker.dispatchers import make_dispatcher
 from letterbox.broker.memory_cursor import MemoryCursor
 from letterbox.broker.producer import (
     EXCLUSIVE,
@@ -246,18 +246,10 @@ class NonPersistentSubscription:
         elif consumer.sub_type != self.sub_type:
             raise ConsumerBusy(f"Subscription {self.name!r} is of a different type")
         self.dispatcher.add_consumer(consumer)
-        self._refresh_active()
 
     def remove_consumer(self, consumer: Consumer) -> None:
         consumer.closed = True
         self.dispatcher.remove_consumer(consumer)
-        self._refresh_active()
-
-    def _refresh_active(self) -> None:
-        d = self.dispatcher
-        if isinstance(d, SingleActiveConsumerDispatcher):
-            d.pick_active()
-            d.notify_active()
 
     def flow(self, consumer: Consumer, permits: int) -> None:
         consumer.add_permits(permits)

@@ -2,9 +2,10 @@
 #
 # State: mark_delete (every entry <= it is acked), a RangeSet of individually acked entries
 # above mark_delete, per-entry batch bitsets (bit i set == batch index i acked) for partially
-# acked batches, redelivery counts of unacked entries that were redelivered (PIP-22's
-# "Solution 1": counts persisted with the cursor, so they survive reconnects and restarts),
-# and a small `properties` map.
+# acked batches, the delivery state of unacked entries (delivery_state.py: per-message and
+# per-batch-index redelivery counts -- PIP-22's "Solution 1": counts persisted with the
+# cursor, so they survive reconnects and restarts --, first/last delivery times and the due
+# time of each pending backoff), and a small `properties` map.
 # Invariants (after every public mutation):
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
 #     (it would have been absorbed into mark_delete);
@@ -12,7 +13,9 @@
 # Persistence: every mutation marks the cursor dirty and reports it to its ledger (a callback;
 # the cursor never touches the store); the Store serializes dirty cursors on the loop thread
 # (next loop iteration) into ONE CursorWriteOp per cursor, i.e. one whole-state record
-# (versioned JSON, so fields can be added); a write that fails marks the cursor dirty again.
+# (versioned JSON, so fields can be added: version 1 records, without the delivery times,
+# per-index counts and backoff due times, still load); a write that fails marks the cursor
+# dirty again.
 # flush() forces this and awaits durability. Mark-delete moves ask the ledger for a
 # (debounced) trim.
 # Transactions (transaction.py): one at a time per cursor (`txn_lock`). While one is in
@@ -26,10 +29,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
+from .delivery_state import DeliveryState
 from .ops import CursorWriteOp, WriteOp
 from .position import Position
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class CursorLedger(Protocol):
@@ -67,7 +71,7 @@ class ManagedCursor:
         self._ranges = RangeSet()
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
         self.properties: dict[str, int] = {}
-        self._redelivery: dict[int, int] = {}  # entry_id -> times redelivered (unacked only)
+        self.deliveries = DeliveryState()
         self._dirty = False
         self._deleted = False
         self.txn_lock = asyncio.Lock()  # held by the Transaction that writes this cursor
@@ -90,19 +94,34 @@ class ManagedCursor:
             return None
         return to_ack_set_words(b[0], b[1])
 
-    def redelivery_count(self, entry_id: int) -> int:
-        return self._redelivery.get(entry_id, 0)
+    def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int:
+        return self.deliveries.count(entry_id, batch_index)
 
     def redelivery_counts(self) -> dict[int, int]:
-        return dict(self._redelivery)
+        return dict(self.deliveries.counts)
 
     def increment_redelivery(self, entry_ids: Iterable[int]) -> None:
+        """Count one more delivery of each unacked entry; in a partly acked batch, of
+        its unacked messages only."""
         changed = False
         for eid in entry_ids:
             if not self.is_acked(eid):
-                self._redelivery[eid] = self._redelivery.get(eid, 0) + 1
+                b = self._batches.get(eid)
+                if b is None:
+                    self.deliveries.increment(eid)
+                else:
+                    self.deliveries.increment(eid, [i for i in range(b[0]) if not b[1] >> i & 1], b[0])
                 changed = True
         if changed:
+            self._touch()
+
+    def set_due(self, entry_id: int, due_ms: int | None) -> None:
+        """Record (or with None, drop) when a pending backoff of the entry ends."""
+        if due_ms is None:
+            if self.deliveries.due.pop(entry_id, None) is not None:
+                self._touch()
+        elif not self.is_acked(entry_id):
+            self.deliveries.due[entry_id] = due_ms
             self._touch()
 
     def backlog(self) -> int:
@@ -126,7 +145,7 @@ class ManagedCursor:
             if eid <= self._md:
                 continue
             self._batches.pop(eid, None)
-            self._redelivery.pop(eid, None)
+            self.deliveries.forget(eid)
             changed |= self._ranges.add(eid)
         if changed:
             self._set_md(self._ranges.absorb_from(self._md))
@@ -169,12 +188,17 @@ class ManagedCursor:
         md = self._ranges.absorb_from(entry_id)
         if self._batches:
             self._batches = {k: v for k, v in self._batches.items() if k > md}
+        # (individual acks forget their entries one by one; a jump forgets a range)
+        self.deliveries.forget_through(md)
         self._set_md(md)
         self._touch()
 
     def reset(self, next_entry_id: int) -> None:
         self._ranges.clear()
         self._batches.clear()
+        self.deliveries.times.clear()
+        self.deliveries.due.clear()
+        self.deliveries.forget_through(next_entry_id - 1)
         self._set_md(next_entry_id - 1)
         self._touch()
 
@@ -212,7 +236,7 @@ class ManagedCursor:
         c._ranges = RangeSet(self._ranges.to_list())
         c._batches = dict(self._batches)
         c.properties = dict(self.properties)
-        c._redelivery = dict(self._redelivery)
+        c.deliveries = self.deliveries.copy()
         c._deleted = True  # never reported dirty
         return c
 
@@ -221,8 +245,6 @@ class ManagedCursor:
     def _set_md(self, md: int) -> None:
         moved_forward = md > self._md
         self._md = md
-        if self._redelivery and moved_forward:
-            self._redelivery = {k: v for k, v in self._redelivery.items() if k > md}
         if moved_forward and not self._deleted:
             self.ledger._schedule_trim()
 
@@ -249,8 +271,8 @@ class ManagedCursor:
             "ranges": self._ranges.to_list(),
             "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
             "props": self.properties,
-            "rc": [[eid, n] for eid, n in sorted(self._redelivery.items())],
         }
+        self.deliveries.to_doc(doc)
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
@@ -268,7 +290,7 @@ class ManagedCursor:
         c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
         c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
         c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
-        c._redelivery = {int(e): int(n) for e, n in doc.get("rc", [])}
+        c.deliveries = DeliveryState.from_doc(doc)
         return c
 
     def __repr__(self) -> str:

@@ -1,0 +1,209 @@
+# The base of Pulsar's Dispatcher implementations: one per subscription, it
+# owns the subscription's read loop -- the read position, the replay queue of
+# entries to send again, scheduling and sending -- and its consumers. The
+# subclasses (dispatchers.py, key_shared_dispatcher.py) only say which
+# consumer an entry goes to and what to do when none can take it now.
+# Invariants:
+# - `read_position` is the next ledger entry never yet read for the
+#   subscription; everything below it is acked, pending on a consumer, held by
+#   the redelivery tracker (a delay or a backoff), or in the replay queue.
+# - The replay queue is kept in entry order and served before new entries, so
+#   redelivered messages are never overtaken by newer ones of the same consumer
+#   (Exclusive/Failover) or key (Key_Shared).
+# - An entry is added to a consumer's pending map before its MESSAGE is written
+#   (Consumer.send_entry), after the tracker has recorded the delivery.
+# This base class, with no consumer selection, is also the dispatcher of a
+# subscription that has never had a consumer.
+from __future__ import annotations
+
+import asyncio
+import bisect
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
+    from letterbox.broker.subscription import Subscription
+    from letterbox.storage.entry import Entry
+
+READ_BATCH = 100
+MAX_ENTRIES_PER_ROUND = 2000
+MAX_EXAMINED_PER_ROUND = 20_000
+MAX_REPLAY_PARKED = 10_000
+
+
+class Dispatcher:
+    # True: an entry no consumer can take now is parked and reading goes on
+    # (another key may still be deliverable); False: reading stops there
+    defers = False
+    # Shared / Key_Shared refuse cumulative acknowledgement
+    cumulative_ack = True
+
+    def __init__(self, sub: Subscription | None, carry: Dispatcher | None = None) -> None:
+        """`sub` None: a non-persistent subscription (selection only, no read loop).
+        `carry`: the dispatcher this one replaces (its read position and replay queue
+        are taken over)."""
+        self.sub = sub
+        self.consumers: list[Consumer] = []
+        self.read_position: int
+        if carry is not None:
+            self.read_position = carry.read_position
+            self._replay: list[int] = carry._replay
+        else:
+            self.read_position = sub.cursor.mark_delete.entry_id + 1 if sub is not None else 0
+            self._replay = []
+        self._scheduled = False
+
+    # --- consumers (subclasses refine) -------------------------------------
+    def add_consumer(self, consumer: Consumer) -> None:
+        self.consumers.append(consumer)
+        self.consumers_changed()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        self.consumers_changed()
+
+    def consumers_changed(self) -> None:
+        """After a consumer came or went (Failover picks its active consumer here)."""
+
+    def any_available(self) -> bool:
+        return any(c.available for c in self.consumers)
+
+    def select(self, entry: Entry, replay: bool) -> Consumer | None:
+        return None
+
+    def on_acked(self) -> None:
+        """After acknowledgements (Key_Shared lifts its fences here)."""
+
+    def active_name(self) -> str | None:
+        return None
+
+    # --- replay queue ------------------------------------------------------
+    def park(self, entry_ids: list[int]) -> None:
+        """Queue entries to be sent again, in entry order, before new ones."""
+        if len(entry_ids) > 64:  # many at once (a big nack round): one merge, not n inserts
+            self._replay = sorted(set(self._replay).union(entry_ids))
+            return
+        for eid in entry_ids:
+            i = bisect.bisect_left(self._replay, eid)
+            if i == len(self._replay) or self._replay[i] != eid:
+                self._replay.insert(i, eid)
+
+    def unpark(self, entry_id: int) -> None:
+        i = bisect.bisect_left(self._replay, entry_id)
+        if i < len(self._replay) and self._replay[i] == entry_id:
+            del self._replay[i]
+
+    def unpark_through(self, upto: int) -> None:
+        if self._replay and self._replay[0] <= upto:
+            self._replay = [e for e in self._replay if e > upto]
+
+    def reset(self, next_entry_id: int) -> None:
+        self.read_position = next_entry_id
+        self._replay.clear()
+
+    # --- dispatch ------------------------------------------------------------
+    def schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._dispatch)
+
+    def _dispatch(self) -> None:
+        self._scheduled = False
+        sub = self.sub
+        if sub is None or sub.dispatcher is not self or not self.consumers or not self.any_available():
+            return
+        sent = self._dispatch_replay(sub)
+        ledger = sub.topic.ledger
+        cursor = sub.cursor
+        tracker = sub.tracker
+        last = ledger.last_confirmed.entry_id
+        plan = self._new_round()
+        examined = 0
+        while (
+            self.read_position <= last
+            and sent < MAX_ENTRIES_PER_ROUND
+            and examined < MAX_EXAMINED_PER_ROUND
+            and self.any_available()
+        ):
+            if self.read_position < ledger.first_position.entry_id:
+                self.read_position = ledger.first_position.entry_id
+            entries = ledger.read_entries(self.read_position, READ_BATCH)
+            if not entries:
+                break
+            examined += len(entries)
+            for entry in entries:
+                eid = entry.position.entry_id
+                if cursor.is_acked(eid) or tracker.hold(entry):
+                    self.read_position = eid + 1
+                    continue
+                target = self._target(entry, plan)
+                if target is None:
+                    if not self.defers:
+                        return
+                    self.read_position = eid + 1
+                    self._defer(entry, plan)
+                    if len(self._replay) >= MAX_REPLAY_PARKED:
+                        return
+                    continue
+                self.read_position = eid + 1
+                self._send(sub, target, entry)
+                sent += 1
+                if not self.any_available():
+                    break
+        if sent >= MAX_ENTRIES_PER_ROUND or examined >= MAX_EXAMINED_PER_ROUND:
+            self.schedule()  # yield to other connections, then go on
+
+    def _dispatch_replay(self, sub: Subscription) -> int:
+        if not self._replay:
+            return 0
+        sent = 0
+        keep: list[int] = []
+        ledger = sub.topic.ledger
+        blocked: set[int] = set()
+        for idx, eid in enumerate(self._replay):
+            if not self.any_available() or sent >= MAX_ENTRIES_PER_ROUND:
+                keep.extend(self._replay[idx:])
+                break
+            if sub.cursor.is_acked(eid):
+                continue
+            if self._blocked_unread(eid, blocked):
+                keep.append(eid)
+                continue
+            entry = ledger.read_entry(eid)
+            if entry is None:
+                continue
+            target = self._replay_target(entry, blocked)
+            if target is None:
+                if self.defers:
+                    keep.append(eid)
+                    continue
+                keep.extend(self._replay[idx:])
+                break
+            self._send(sub, target, entry)
+            sent += 1
+        self._replay = keep
+        return sent
+
+    def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
+        eid = entry.position.entry_id
+        sub.tracker.on_send(eid)
+        target.send_entry(entry, sub.cursor.redelivery_count(eid), sub.cursor.batch_ack_set(eid))
+
+    # --- selection hooks (Key_Shared overrides them) --------------------------
+    def _new_round(self) -> Any:
+        """Per-round state of the read loop, handed to _target and _defer."""
+        return None
+
+    def _target(self, entry: Entry, plan: Any) -> Consumer | None:
+        return self.select(entry, False)
+
+    def _defer(self, entry: Entry, plan: Any) -> None:
+        self.park([entry.position.entry_id])
+
+    def _blocked_unread(self, entry_id: int, blocked: set[int]) -> bool:
+        """A replay entry that cannot go now, known without reading it."""
+        return False
+
+    def _replay_target(self, entry: Entry, blocked: set[int]) -> Consumer | None:
+        return self.select(entry, True)

@@ -1,0 +1,127 @@
+"""The subscription state record: delivery state persisted with the cursor, version-1
+records of an older data directory still open, and acks of an atomic move that exist only
+once its transaction committed."""
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from storage_helpers import run_with_store
+
+from letterbox.storage import Store
+from letterbox.storage.ops import WriteOp
+from letterbox.storage.schema import db_path
+
+
+class BoomOp(WriteOp):
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        raise RuntimeError("boom")
+
+
+def test_counts_times_and_dues_survive_a_restart(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await led.append(b"one", 1, 1000)
+        await led.append(b"batch", 4, 1000)
+        c = led.open_cursor("s", "earliest")
+        c.deliveries.delivered(0, 5000)
+        c.deliveries.delivered(0, 6000)
+        c.increment_redelivery([0, 1])
+        assert not c.ack_batch_mask(1, 4, 0b0101)  # indexes 0 and 2 acked
+        c.increment_redelivery([1])  # counts only the unacked indexes 1 and 3
+        c.set_due(0, 99_000)
+        await c.flush()
+
+    run_with_store(tmp_path, body)
+
+    async def reopen(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        c = led.cursors()["s"]
+        assert c.redelivery_count(0) == 1
+        assert [c.redelivery_count(1, i) for i in range(4)] == [1, 2, 1, 2]
+        assert c.redelivery_count(1) == 2
+        assert c.deliveries.delivery_times(0) == (5000, 6000)
+        assert c.deliveries.due == {0: 99_000}
+        c.ack([0])
+        assert c.deliveries.delivery_times(0) == (0, 0) and c.deliveries.due == {}
+
+    run_with_store(tmp_path, reopen)
+
+
+def test_a_version_1_record_still_opens(tmp_path: Path) -> None:
+    async def create(store: Store) -> None:
+        led = store.open_ledger("t")
+        for i in range(4):
+            await led.append(b"e%d" % i, 1, 1000)
+        led.open_cursor("s", "earliest")
+        await store.barrier()
+
+    run_with_store(tmp_path, create)
+    v1 = {"v": 1, "md": 0, "ranges": [[2, 2]], "batches": [], "props": {"x": 1}, "rc": [[1, 3], [3, 1]]}
+    with sqlite3.connect(db_path(tmp_path)) as conn:  # what an older broker wrote
+        conn.execute("UPDATE cursors SET state = ?", (json.dumps(v1).encode(),))
+
+    async def reopen(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        c = led.cursors()["s"]
+        assert c.mark_delete.entry_id == 0 and c.is_acked(2) and not c.is_acked(1)
+        assert c.redelivery_counts() == {1: 3, 3: 1}
+        assert c.properties == {"x": 1}
+        assert c.deliveries.times == {} and c.deliveries.due == {}
+
+    run_with_store(tmp_path, reopen)
+
+
+def test_a_transaction_keeps_the_delivery_state_and_acks_only_when_committed(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        for i in range(3):
+            await led.append(b"e%d" % i, 1, 1000)
+        c = led.open_cursor("s", "earliest")
+        c.increment_redelivery([0, 1])
+        c.set_due(1, 77_000)
+        c.deliveries.delivered(1, 5000)
+        await c.flush()
+        with pytest.raises(RuntimeError, match="boom"):
+            async with store.transaction() as txn:
+                await txn.lock(c)
+                txn.ack(c, [0])
+                txn.append(led, b"x", 1, 1000)
+                await _commit_with(txn, store, BoomOp())
+        assert not c.is_acked(0) and c.redelivery_count(0) == 1, "a failed transaction acks nothing"
+        async with store.transaction() as txn:
+            await txn.lock(c)
+            txn.ack(c, [0])
+            await txn.commit()
+        assert c.is_acked(0)
+
+    run_with_store(tmp_path, body)
+
+    async def reopen(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        c = led.cursors()["s"]
+        assert c.is_acked(0) and not c.is_acked(1)
+        assert c.redelivery_count(1) == 1 and c.deliveries.due == {1: 77_000}
+        assert c.deliveries.delivery_times(1) == (5000, 5000), "the transaction's record kept them"
+
+    run_with_store(tmp_path, reopen)
+
+
+async def _commit_with(txn: object, store: Store, extra: WriteOp) -> None:
+    """Commit `txn` with one more op that fails inside the same storage transaction."""
+    submit = store._submit
+
+    def with_extra(ops: list[WriteOp], result: object) -> asyncio.Future[object]:
+        return submit([*ops, extra], result)
+
+    store._submit = with_extra  # type: ignore[method-assign,assignment]
+    try:
+        await txn.commit()  # type: ignore[attr-defined]
+    finally:
+        store._submit = submit  # type: ignore[method-assign]
