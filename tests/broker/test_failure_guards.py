@@ -3,6 +3,7 @@ letter topic, so a namespace TTL plus a namespace dead-letter policy with an ini
 gives exactly one dead letter topic per source subscription (no `...-DLQ-...-DLQ`)."""
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pulsar
@@ -16,7 +17,7 @@ N = "/admin/v2/namespaces/public/"
 
 @pytest.fixture
 def ns(broker: BrokerProcess, request: pytest.FixtureRequest) -> str:
-    name = request.node.name.replace("_", "-")[:40]
+    name = request.node.name.replace("_", "-")[:32] + "-" + uuid.uuid4().hex[:6]
     assert call(broker.admin_url, "PUT", N + name)[0] == 204
     return name
 
@@ -70,17 +71,18 @@ def test_namespace_ttl_and_dead_letter_policy_make_one_dlq_per_subscription(
         (f"persistent://{d}", {"expired": 5}) for d in dlqs.values())
 
 
-def test_namespace_dead_letter_policy_never_dead_letters_a_dead_letter_topic(
-    broker: BrokerProcess, client: Any, ns: str
+@pytest.mark.parametrize("local", ["orders-s-DLQ", "orders-s-RETRY", "orders-s-RETRY-5s"])
+def test_namespace_dead_letter_policy_never_dead_letters_a_failure_topic(
+    broker: BrokerProcess, client: Any, ns: str, local: str
 ) -> None:
-    """Nacks on a dead letter topic under a namespace dead-letter policy are redelivered
-    (and counted), never moved to a `<dlq>-<sub>-DLQ`."""
+    """Nacks on a dead letter or retry topic under a namespace dead-letter policy are
+    redelivered (and counted), never moved to a `<topic>-<sub>-DLQ`."""
     b = broker.admin_url
     assert call(b, "POST", N + ns + "/letterbox/deadLetterPolicy", '{"maxRedeliverCount": 1}')[0] == 204
-    dlq = f"persistent://public/{ns}/orders-s-DLQ"
-    consumer = client.subscribe(dlq, "audit", consumer_type=pulsar.ConsumerType.Shared,
+    topic = f"persistent://public/{ns}/{local}"
+    consumer = client.subscribe(topic, "audit", consumer_type=pulsar.ConsumerType.Shared,
                                 negative_ack_redelivery_delay_ms=20)
-    producer = client.create_producer(dlq, batching_enabled=False)
+    producer = client.create_producer(topic, batching_enabled=False)
     producer.send(b"dead")
     producer.close()
     counts = []
@@ -92,4 +94,4 @@ def test_namespace_dead_letter_policy_never_dead_letters_a_dead_letter_topic(
     consumer.close()
     assert counts == [0, 1, 2, 3]
     listed = call(b, "GET", f"/admin/v2/persistent/public/{ns}")[1]
-    assert listed == [dlq]
+    assert listed == [topic]

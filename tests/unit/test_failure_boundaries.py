@@ -36,12 +36,6 @@ DECISION = re.compile(
     r"|\.(delay_ms|policy_delay|level_delay|for_attempt)\(|864_?000|deliver_at[A-Za-z_]* *> *now"
     r"|delay\w* *= *.*in \(SHARED, KEY_SHARED\)|count\(\w+\) *> *limit"
 )
-# Decisions still made where the subscription split (issue 12 item 3, another change) will call
-# decide(); tolerated there until it lands (then this set is emptied). Any other module that
-# decides fails the test.
-PENDING = {"broker/subscription.py"}
-
-
 def _decisions() -> dict[str, list[str]]:
     root = PACKAGE.parent
     found: dict[str, list[str]] = {}
@@ -57,7 +51,7 @@ def _decisions() -> dict[str, list[str]]:
 
 def test_no_decision_outside_the_failure_package() -> None:
     found = _decisions()
-    assert {k: v for k, v in found.items() if k not in PENDING} == {}
+    assert found == {}
 
 
 def test_the_decision_pattern_finds_what_it_names() -> None:

@@ -20,9 +20,7 @@ How to check that no decision lives elsewhere (this should print nothing):
 
     grep -rnE 'max_redeliver_count *[<>]|[<>]=? *[A-Za-z_.]*max_(redeliver_count|retries|reconsume_times)\\b|\\.(delay_ms|policy_delay|level_delay|for_attempt)\\(|864_?000|deliver_at[A-Za-z_]* *> *now|delay[A-Za-z_]* *= *.*in \\(SHARED, KEY_SHARED\\)|count\\([a-z_]+\\) *> *limit' src/letterbox | grep -v '^src/letterbox/failure/'
 
-tests/unit/test_failure_boundaries.py runs the same check; it lists
-broker/subscription.py as pending until the subscription calls decide() for
-nack / ack timeout / redeliver-all / consumer gone / deliver-at.
+tests/unit/test_failure_boundaries.py runs the same check.
 """
 from letterbox.failure.consumer_properties import (
     declares_policy,
