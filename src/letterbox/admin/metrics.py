@@ -4,8 +4,9 @@
 # Cost at scale (20,000 topics make ~40 MB of text): collect() reads the
 # broker's numbers on the event loop in slices of SLICE topics and yields
 # between slices, so no client waits behind more than one slice;
-# format_metrics() turns that snapshot (plain tuples, no broker objects) into
-# bytes in a worker thread; MetricsCache lets concurrent scrapes share one
+# a Formatter turns that snapshot (plain columns, no broker objects) into
+# bytes in a worker thread, reusing the text of blocks of 1,000 samples that
+# did not change since the last build; MetricsCache lets concurrent scrapes share one
 # build and, once a build has cost more than EXPENSIVE seconds, serves its body
 # for MAX_AGE seconds (a small broker's body is always fresh). Stored topics not used since
 # the broker started are loaded (sliced too), so they are reported; after a
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 SLICE = 250  # topics read per event-loop turn
 MAX_AGE = 1.0  # seconds an expensive body is served again
 EXPENSIVE = 0.1  # seconds of build time from which bodies are cached
-PAUSE_EVERY, PAUSE = 2_000, 0.001  # the formatting thread sleeps 1 ms every 2,000 lines
+BLOCK = 1_000  # samples per cached block of text
+PAUSE = 0.001  # the formatting thread sleeps this long after each rebuilt block
 
 TOPIC_FAMILIES = (
     ("pulsar_in_messages_total", "counter", "Messages published to the topic"),
@@ -150,53 +152,75 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
     return snap
 
 
-def _lines(snap: Snapshot) -> Iterator[str]:
-    cluster = _escape(snap.cluster)
-    labels = [
-        f'cluster="{cluster}",namespace="{_escape(ns)}",topic="{_escape(t)}"'
-        for t, ns in zip(snap.topics, snap.namespaces, strict=True)
-    ]
-    for (name, kind, help_text), column in zip(TOPIC_FAMILIES, snap.topic_values, strict=True):
-        yield f"# HELP {name} {help_text}"
-        yield f"# TYPE {name} {kind}"
-        for lab, value in zip(labels, column, strict=True):
-            yield f"{name}{{{lab}}} {_fmt(value)}"
-    sub_labels = [f'{labels[t]},subscription="{_escape(s)}"' for t, s in zip(snap.sub_topic, snap.subs, strict=True)]
-    for (name, kind, help_text), column in zip(SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
-        yield f"# HELP {name} {help_text}"
-        yield f"# TYPE {name} {kind}"
-        for lab, value in zip(sub_labels, column, strict=True):
-            yield f"{name}{{{lab}}} {_fmt(value)}"
-    name, kind, help_text = DEAD_LETTER_FAMILY
-    yield f"# HELP {name} {help_text}"
-    yield f"# TYPE {name} {kind}"
-    for reason, count in snap.dead_letters:
-        yield f'{name}{{cluster="{cluster}",reason="{_escape(reason)}"}} {count}'
+class Formatter:
+    """Turns snapshots into exposition text. Samples are rendered in blocks of
+    BLOCK topics (or subscriptions) per family, and a block whose labels and
+    values equal the previous build's is reused as it was, so on a broker
+    where few topics change between scrapes most of the text is not rebuilt.
+    One build at a time (MetricsCache runs one); pure otherwise."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[tuple[str, int], tuple[list[str], list[Number], bytes]] = {}
+        self._labels: dict[tuple[str, str, str], str] = {}
+
+    def _label(self, cluster: str, namespace: str, topic: str) -> str:
+        key = (cluster, namespace, topic)
+        label = self._labels.get(key)
+        if label is None:
+            label = self._labels[key] = (
+                f'cluster="{_escape(cluster)}",namespace="{_escape(namespace)}",topic="{_escape(topic)}"')
+        return label
+
+    def _family(self, name: str, kind: str, help_text: str, labels: list[str],
+                column: list[Number], used: set[tuple[str, int]]) -> Iterator[bytes]:
+        yield f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode()
+        for start in range(0, len(labels), BLOCK):
+            key = (name, start)
+            used.add(key)
+            lab, values = labels[start:start + BLOCK], column[start:start + BLOCK]
+            cached = self._blocks.get(key)
+            if cached is not None and cached[0] == lab and cached[1] == values:
+                yield cached[2]
+                continue
+            text = "\n".join(f"{name}{{{la}}} {_fmt(v)}" for la, v in zip(lab, values, strict=True)).encode()
+            self._blocks[key] = (lab, values, text)
+            yield text
+            time.sleep(PAUSE)  # hand the GIL to the event loop between rebuilt blocks
+
+    def format(self, snap: Snapshot) -> bytes:
+        """The exposition text of a snapshot (runs in a worker thread)."""
+        labels = [self._label(snap.cluster, ns, t) for t, ns in zip(snap.topics, snap.namespaces, strict=True)]
+        if len(self._labels) > 2 * len(labels) + 1000:  # topics were deleted: forget their labels
+            self._labels = {(snap.cluster, ns, t): la for t, ns, la in zip(
+                snap.topics, snap.namespaces, labels, strict=True)}
+        sub_labels = [f'{labels[t]},subscription="{_escape(s)}"' for t, s in zip(snap.sub_topic, snap.subs,
+                                                                                  strict=True)]
+        used: set[tuple[str, int]] = set()
+        parts: list[bytes] = []
+        for (name, kind, help_text), column in zip(TOPIC_FAMILIES, snap.topic_values, strict=True):
+            parts.extend(self._family(name, kind, help_text, labels, column, used))
+        for (name, kind, help_text), column in zip(SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
+            parts.extend(self._family(name, kind, help_text, sub_labels, column, used))
+        name, kind, help_text = DEAD_LETTER_FAMILY
+        parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
+        cluster = _escape(snap.cluster)
+        parts.extend(f'{name}{{cluster="{cluster}",reason="{_escape(r)}"}} {n}'.encode()
+                     for r, n in snap.dead_letters)
+        for key in [k for k in self._blocks if k not in used]:
+            del self._blocks[key]
+        return b"\n".join(p for p in parts if p) + b"\n"
 
 
-def format_metrics(snap: Snapshot, pause_every: int = 0) -> bytes:
-    """The exposition text of a snapshot; pure, so it runs in a worker thread.
-    With pause_every=N it sleeps PAUSE seconds every N lines, handing the GIL
-    to the event loop (a thread that never blocks makes every I/O-bound thread
-    wait a whole switch interval after each system call)."""
-    if not pause_every:
-        return ("\n".join(_lines(snap)) + "\n").encode("utf-8")
-    parts: list[str] = []
-    chunk: list[str] = []
-    for line in _lines(snap):
-        chunk.append(line)
-        if len(chunk) >= pause_every:
-            parts.append("\n".join(chunk))
-            chunk = []
-            time.sleep(PAUSE)
-    parts.append("\n".join(chunk))
-    return ("\n".join(p for p in parts if p) + "\n").encode("utf-8")
+def format_metrics(snap: Snapshot) -> bytes:
+    """The exposition text of one snapshot, with no blocks kept."""
+    return Formatter().format(snap)
 
 
-async def render_metrics(service: BrokerService, tracker: StatsTracker) -> bytes:
+async def render_metrics(service: BrokerService, tracker: StatsTracker,
+                         formatter: Formatter | None = None) -> bytes:
     """A fresh body: snapshot on the loop (sliced), text in a worker thread."""
     snap = await collect(service, tracker)
-    return await asyncio.to_thread(format_metrics, snap, PAUSE_EVERY)
+    return await asyncio.to_thread((formatter or Formatter()).format, snap)
 
 
 class MetricsCache:
@@ -210,6 +234,7 @@ class MetricsCache:
         self._built_at = float("-inf")
         self._cost = 0.0  # seconds the last build took
         self._building: asyncio.Future[bytes] | None = None
+        self._formatter = Formatter()
 
     async def body(self) -> bytes:
         if self._cost >= EXPENSIVE and time.monotonic() - self._built_at < self.max_age:
@@ -221,7 +246,7 @@ class MetricsCache:
     async def _build(self) -> bytes:
         started = time.monotonic()
         try:
-            body = await render_metrics(self.service, self.tracker)
+            body = await render_metrics(self.service, self.tracker, self._formatter)
             self._built_at = time.monotonic()
             self._body, self._cost = body, self._built_at - started
             return body

@@ -2,13 +2,13 @@
 # limits hold for every route at once:
 # - names: validate_names (a middleware) checks the raw path's percent escapes
 #   and every name segment of the route (tenant, namespace, cluster, topic,
-#   subscription) by letterbox.names' rules, before the handler runs;
-# - JSON bodies: read_json refuses bodies over MAX_BODY_BYTES, bodies that are
+#   subscription, role) by letterbox.names' rules, before the handler runs;
+# - JSON bodies: parse_json refuses bodies over MAX_BODY_BYTES, bodies that are
 #   not UTF-8, nesting deeper than MAX_JSON_DEPTH, NaN/Infinity, numbers that
 #   are not finite or outside +-MAX_JSON_INT, and strings that are not valid
 #   Unicode; the parser never recurses past the limit;
 # - fields: integers from the path, the query string or a body field are
-#   checked against documented ranges (durations up to MAX_DELAY_MS, counts
+#   checked against documented ranges (durations up to MAX_DELAY, counts
 #   and ids up to MAX_JSON_INT) before anything is stored.
 # Every bad input becomes an AdminError: 400 malformed (not JSON, not UTF-8,
 # wrong type, number out of range of the format), 413 too large, 412 a valid
@@ -69,7 +69,7 @@ def query_flag(request: web.Request, name: str, default: bool = False) -> bool:
 def check_raw_path(raw: str) -> None:
     """400 when the request target has a '%' that is not an escape, or escapes
     that do not decode to UTF-8 text."""
-    data = raw.encode("utf-8", "surrogateescape")
+    data = raw.encode("utf-8", "surrogatepass")
     if _BAD_ESCAPE_RE.search(data):
         raise AdminError(400, f"Invalid percent-encoding in {raw[:200]!r}: '%' must be followed by two hex digits")
     try:
