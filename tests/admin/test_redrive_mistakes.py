@@ -104,6 +104,17 @@ def test_redrive_or_purge_of_a_plain_topic_is_412_and_creates_nothing(broker: Br
     assert call(base, "GET", f"{P}/plain-orders/stats")[1]["subscriptions"] == {}
 
 
+def test_redrive_or_purge_of_an_empty_topic_creates_nothing(broker: BrokerProcess) -> None:
+    base = broker.admin_url
+    assert call(base, "PUT", P + "/empty-plain")[0] == 204
+    assert call(base, "POST", P + "/empty-plain/letterbox/redrive", "{}") == (
+        200, {"matched": 0, "moved": 0, "remaining": 0, "dryRun": False})
+    assert call(base, "POST", P + "/empty-plain/letterbox/purge", "{}") == (200, {"purged": 0, "dryRun": False})
+    assert _subscriptions(base, "empty-plain") == []
+    _produce(broker.url, T + "empty-plain", 3)  # nothing retains them on its behalf
+    assert call(base, "GET", P + "/empty-plain/stats")[1]["subscriptions"] == {}
+
+
 def test_slow_redrive_does_not_block_purge_and_can_be_cancelled(broker: BrokerProcess, dlq: str) -> None:
     base = broker.admin_url
     before = _live(base, dlq)

@@ -190,6 +190,8 @@ async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
             if req.dry_run:
                 matched = _count_redrivable(topic, req)
                 return RedriveResult(matched, 0, matched, True)
+            if next(_matching(topic, req.filter, req), None) is None:
+                return RedriveResult(0, 0, 0, False)  # nothing to move: create nothing either
             _check_targets(topic, req)
         moved = await _move_chunks(topic, req, stop)
         async with _lock(topic):
@@ -268,6 +270,8 @@ async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) ->
         check_dead_letter_topic(topic)
         if dry_run:
             return sum(1 for _ in _matching(topic, flt, None))
+        if next(_matching(topic, flt, None), None) is None:
+            return 0  # nothing to purge: create nothing either
         cursor = _handled_cursor(topic)
         async with topic.service.store.transaction() as txn:
             await txn.lock(cursor)
