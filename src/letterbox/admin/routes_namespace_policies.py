@@ -30,7 +30,7 @@ from letterbox.admin.request_parsing import (
     persistent_topic_field,
 )
 from letterbox.broker import namespace_policies as np
-from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER
+from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_MULTIPLIER
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -162,6 +162,6 @@ def _dead_letter(body: Any) -> dict[str, Any]:
 def _backoff(body: Any) -> dict[str, Any]:
     obj = _object(body, "Redelivery backoff", ("minDelayMs", "maxDelayMs", "multiplier"))
     low = _int(obj, "minDelayMs", None, 1, MAX_DELAY)
-    high = _int(obj, "maxDelayMs", max(low, 60_000), low, MAX_DELAY)
+    high = _int(obj, "maxDelayMs", max(low, DEFAULT_BACKOFF_MAX_DELAY_MS), low, MAX_DELAY)
     mult = number_field(obj, "multiplier", 1.0, MAX_BACKOFF_MULTIPLIER)
     return {"minDelayMs": low, "maxDelayMs": high, "multiplier": 2.0 if mult is None else mult}
