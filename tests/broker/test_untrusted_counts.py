@@ -1,6 +1,7 @@
 """A client's counts and sizes are never trusted: a SEND whose num_messages does
 not match the payload, or whose payload would expand beyond max_message_size
-(a decompression bomb), gets a SEND_ERROR naming the field and stores nothing;
+(a decompression bomb), gets a SEND_ERROR naming the field and stores nothing
+(code ChecksumError, the one the official clients handle per message);
 the connection and every other client carry on; FLOW permits stay in range.
 
 Raw-socket cases speak our own codec; the consumers are official clients.
@@ -8,6 +9,7 @@ Raw-socket cases speak our own codec; the consumers are official clients.
 from __future__ import annotations
 
 import json
+import random
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -62,7 +64,9 @@ def official(broker: BrokerProcess) -> Iterator[pulsar.Client]:
 def refused(conn: RawConn, seq: int, field: str) -> str:
     err = conn.expect(T.SEND_ERROR).command.send_error
     assert err.sequence_id == seq
-    assert err.error == ServerError.NotAllowedError, err
+    # ChecksumError: the code on which official clients fail just this message (see handlers_producer)
+    assert err.error == ServerError.ChecksumError, err
+    assert err.message.startswith("message refused: "), err.message
     assert field in err.message, err.message
     return err.message
 
@@ -178,3 +182,40 @@ def test_flow_with_a_huge_count_keeps_permits_in_range(broker: BrokerProcess, ra
         return int(consumers[0]["availablePermits"])
 
     assert wait_until(lambda: permits() == 2**31 - 1), permits()
+
+
+@pytest.mark.parametrize("codec", ["NONE", "LZ4", "ZSTD", "SNAPPY"])  # the Python client has no ZLIB
+def test_official_client_batches_and_chunks_pass_the_checks(official: pulsar.Client, codec: str) -> None:
+    """What the official client sends is never refused: compressed batches (each
+    entry counted after decompression) and chunks of a message larger than
+    max_message_size (opaque slices, declared size above the limit)."""
+    compression = getattr(pulsar.CompressionType, codec)
+    topic = topic_name(f"official-{codec.lower()}")
+    consumer = official.subscribe(topic, "watcher")
+    batched = official.create_producer(topic, compression_type=compression, batching_enabled=True,
+                                       batching_max_publish_delay_ms=50)
+    bodies = [b"batched-%d-" % i * 20 for i in range(200)]
+    for body in bodies:
+        batched.send_async(body, None)
+    batched.flush()
+    chunked = official.create_producer(topic, compression_type=compression, batching_enabled=False,
+                                       chunking_enabled=True)
+    big = random.Random(7).randbytes(6 * 1024 * 1024)  # incompressible, over 5 MiB: sent in chunks
+    chunked.send(big)
+    got = [consumer.receive(timeout_millis=20_000).data() for _ in range(201)]
+    assert got[:200] == bodies and got[200] == big
+
+
+def test_official_client_message_expanding_past_the_limit_fails_alone(official: pulsar.Client) -> None:
+    """6 MiB that compress to a few KB fit a frame but expand past max_message_size: the
+    official client's send fails (no reconnect-and-resend loop) and its next send works."""
+    topic = topic_name("expands")
+    consumer = official.subscribe(topic, "watcher")
+    producer = official.create_producer(topic, compression_type=pulsar.CompressionType.ZSTD,
+                                        batching_enabled=False, send_timeout_millis=20_000)
+    started = time.monotonic()
+    with pytest.raises(pulsar.ChecksumError):
+        producer.send(bytes(6 * 1024 * 1024))
+    assert time.monotonic() - started < 15
+    producer.send(b"next one")
+    receive_all(consumer, [b"next one"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
@@ -116,7 +117,8 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         try:
             num = check_message(declared, meta, parsed.payload, max_size)
         except InvalidMessage as exc:
-            raise NotAllowed(f"message refused: {exc}") from None
+            _refuse(cnx, producer, c.sequence_id, exc)
+            return
         _publish(cnx, producer, c, hp, num, meta.publish_time)
         return
     # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
@@ -144,8 +146,7 @@ async def _check_off_loop(
         try:
             num = await asyncio.to_thread(check_message, declared, meta, payload, max_size)
         except InvalidMessage as exc:
-            cnx.write(commands.send_error(c.producer_id, c.sequence_id, ServerError.NotAllowedError,
-                                          f"message refused: {exc}"))
+            _refuse(cnx, producer, c.sequence_id, exc)
             return
         if not cnx.closed and cnx.producers.get(c.producer_id) is producer:
             assert frame.headers_and_payload is not None
@@ -178,24 +179,39 @@ def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, n
     _chain(cnx, producer, fut, seq, highest)
 
 
+def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
+    """SEND_ERROR for a message the check refused, after the receipts of earlier SENDs.
+    Its code is ChecksumError: the one SEND_ERROR code on which the official clients
+    drop exactly that message (failing its send) and keep the connection; on any other
+    code the C++ client (so the Python one) closes the connection and re-sends the same
+    message forever. The text says what is wrong."""
+    message = f"message refused: {exc}"
+    _in_order(p, lambda: cnx.write(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
+
+
+def _in_order(p: Producer, write: Callable[[], None]) -> None:
+    """Call `write` once every earlier receipt of the producer has been written."""
+    prev = p.last_receipt
+    if prev is None or prev.done():
+        write()
+        return
+    done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+    def after(_f: object) -> None:
+        write()
+        done.set_result(None)
+
+    prev.add_done_callback(after)
+    p.last_receipt = done
+
+
 def _chain(
     cnx: ServerCnx, p: Producer, fut: asyncio.Future[Position] | None, seq: int, highest: int | None
 ) -> None:
     """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts."""
-    prev = p.last_receipt
     if fut is None:
         # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
-        if prev is None or prev.done():
-            cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest))
-            return
-        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-
-        def after(_f: object) -> None:
-            cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest))
-            done.set_result(None)
-
-        prev.add_done_callback(after)
-        p.last_receipt = done
+        _in_order(p, lambda: cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
         return
 
     def on_durable(f: asyncio.Future[Position]) -> None:
