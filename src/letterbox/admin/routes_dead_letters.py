@@ -34,9 +34,8 @@ from letterbox.broker import redrive as rd
 from letterbox.broker.dead_letters import (
     DeadLetter,
     DeadLetterFilter,
-    is_dead_letter_topic,
-    live_dead_letters,
-    summary,
+    live_dead_letters_async,
+    summary_async,
 )
 from letterbox.broker.topic import PersistentTopic
 from letterbox.topic_name import TopicName
@@ -131,8 +130,10 @@ class DeadLetterRoutes:
             if not tn.persistent or not self.service.topic_exists(tn):
                 continue
             topic = self.service.get_topic(tn, create=False)
-            if isinstance(topic, PersistentTopic) and is_dead_letter_topic(topic):
-                out.append(summary(topic))
+            if isinstance(topic, PersistentTopic):
+                found = await summary_async(topic)  # None: not a dead letter topic
+                if found is not None:
+                    out.append(found)
         return web.json_response(out)
 
     async def messages(self, request: web.Request) -> web.Response:
@@ -143,7 +144,7 @@ class DeadLetterRoutes:
         topic = self._dlq(request)
         out = []
         budget = MAX_PAYLOAD_BYTES
-        for dl in live_dead_letters(topic):
+        async for dl in live_dead_letters_async(topic):
             if flt.matches(dl):
                 fits = len(dl.payload) <= budget
                 budget -= len(dl.payload) if fits else 0

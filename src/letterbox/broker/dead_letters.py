@@ -13,7 +13,8 @@
 # fails a listing, and decompression never allocates more than the limit.
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,14 +25,20 @@ from letterbox.message_properties import (
     REAL_TOPIC,
     origin_message_id,
 )
-from letterbox.protocol import MalformedFrame, iter_single_messages, parse_headers_and_payload, pb
+from letterbox.protocol import (
+    MalformedFrame,
+    iter_single_messages,
+    parse_entry_metadata,
+    parse_headers_and_payload,
+    pb,
+)
 from letterbox.protocol.compression import (
     DEFAULT_LIMIT,
     CompressionError,
     declared_size,
     decompress,
 )
-from letterbox.protocol.message_check import opaque
+from letterbox.protocol.message_check import needs_expanding, opaque
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
@@ -41,6 +48,8 @@ if TYPE_CHECKING:
 HANDLED_SUBSCRIPTION = "letterbox-dlq-handled"
 NO_REASON = "unspecified"
 READ_CHUNK = 256
+# entries expanding to more than this are opened in a worker thread by the async views
+OFF_LOOP_BYTES = 256 * 1024
 
 
 @dataclass
@@ -171,11 +180,36 @@ def _single(ledger_id: int, entry_id: int, partition: int, index: int, size: int
 
 def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
     """Messages of the topic not yet redriven or purged, in order, from `start_entry`."""
+    partition = topic.name.partition_index
+    limit = topic.service.config.max_message_size
+    for entry, skip in _live_entries(topic, start_entry):
+        yield from entry_messages(entry, partition, skip, limit)
+
+
+async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0) -> AsyncIterator[DeadLetter]:
+    """live_dead_letters for the admin views: an entry that expands past
+    OFF_LOOP_BYTES is opened in a worker thread, so listing large compressed
+    dead letters never stalls the event loop."""
+    partition = topic.name.partition_index
+    limit = topic.service.config.max_message_size
+    for entry, skip in _live_entries(topic, start_entry):
+        try:
+            large = needs_expanding(parse_entry_metadata(entry.data)) > OFF_LOOP_BYTES
+        except MalformedFrame:
+            large = False  # entry_messages reports it
+        if large:
+            messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit)
+        else:
+            messages = entry_messages(entry, partition, skip, limit)
+        for dl in messages:
+            yield dl
+
+
+def _live_entries(topic: PersistentTopic, start_entry: int) -> Iterator[tuple[Entry, frozenset[int]]]:
+    """Entries of the topic not wholly redriven or purged, with their handled batch indexes."""
     sub = handled_subscription(topic, create=False)
     cursor = sub.cursor if sub is not None else None
     ledger = topic.ledger
-    partition = topic.name.partition_index
-    limit = topic.service.config.max_message_size
     eid = max(start_entry, ledger.first_position.entry_id)
     if cursor is not None:
         eid = max(eid, cursor.mark_delete.entry_id + 1)
@@ -187,8 +221,7 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
             e = entry.position.entry_id
             if cursor is not None and cursor.is_acked(e):
                 continue
-            skip = cursor.acked_indexes(e) if cursor is not None else frozenset()
-            yield from entry_messages(entry, partition, skip, limit)
+            yield entry, cursor.acked_indexes(e) if cursor is not None else frozenset()
         eid = entries[-1].position.entry_id + 1
 
 
@@ -208,4 +241,23 @@ def summary(topic: PersistentTopic) -> dict[str, object]:
         by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
         source = dl.properties.get(REAL_TOPIC, "unknown")
         sources[source] = sources.get(source, 0) + 1
+    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
+
+
+async def summary_async(topic: PersistentTopic) -> dict[str, object] | None:
+    """summary() of a dead letter topic for the admin view (large entries opened off the
+    event loop); None when the topic is not a dead letter topic."""
+    by_reason: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    total = 0
+    async for dl in live_dead_letters_async(topic):
+        if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER \
+                and DEAD_LETTER_REASON not in dl.properties:
+            return None
+        total += 1
+        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
+        source = dl.properties.get(REAL_TOPIC, "unknown")
+        sources[source] = sources.get(source, 0) + 1
+    if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER:
+        return None
     return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
