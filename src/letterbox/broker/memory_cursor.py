@@ -35,19 +35,13 @@ class MemoryCursor:
     def increment_redelivery(self, entry_ids: list[int]) -> None:
         for e in entry_ids:
             if not self.is_acked(e):
-                done = self._batches.get(e)
-                if done:
-                    entry = self.ledger.read_entry(e)
-                    size = entry.num_messages if entry is not None else 0
-                    self.deliveries.increment(e, [i for i in range(size) if i not in done], size)
-                else:
-                    self.deliveries.increment(e)
+                self.deliveries.increment(e)
 
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         if due_ms is None:
-            self.deliveries.due.pop(entry_id, None)
+            self.deliveries.pop_due(entry_id)
         elif not self.is_acked(entry_id):
-            self.deliveries.due[entry_id] = due_ms
+            self.deliveries.set_due(entry_id, due_ms)
 
     def ack(self, entry_ids: list[int]) -> None:
         for e in entry_ids:
@@ -63,7 +57,9 @@ class MemoryCursor:
         if self.is_acked(entry_id):
             return True
         done = self._batches.setdefault(entry_id, set())
-        done.update(i for i in acked_indexes if 0 <= i < batch_size)
+        new = {i for i in acked_indexes if 0 <= i < batch_size} - done
+        self.deliveries.batch_acked(entry_id, new)
+        done.update(new)
         if len(done) >= batch_size:
             self.ack([entry_id])
             return True
@@ -96,8 +92,7 @@ class MemoryCursor:
         self._md = next_entry_id - 1
         self._acked.clear()
         self._batches.clear()
-        self.deliveries.times.clear()
-        self.deliveries.due.clear()
+        self.deliveries.clear_times()
 
     def backlog(self) -> int:
         return max(0, self.ledger.count_messages(self._md) - len(self._acked))

@@ -138,7 +138,7 @@ class RedeliveryTracker:
         """The dispatcher is sending the entry: its backoff is over, note the delivery."""
         deliveries = self.sub.cursor.deliveries
         if deliveries.due:
-            deliveries.due.pop(entry_id, None)
+            deliveries.pop_due(entry_id)
         policy = self.sub.policy
         if policy.dead_letter is not None or policy.backoff is not None:
             deliveries.delivered(entry_id, now_ms())

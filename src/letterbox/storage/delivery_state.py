@@ -1,64 +1,91 @@
 # The delivery half of one subscription's persisted state record (NATS's
 # ConsumerState "pending / redelivered" part): for unacknowledged entries only,
-#   counts        entry id -> times the entry was redelivered (nack, ack timeout,
-#                 consumer crash); for a batch, the highest count of its messages
-#   index_counts  entry id -> batch index -> count, kept only for a batch whose
-#                 messages were counted apart (some were acked at a redelivery)
+#   counts        entry id -> times the entry's unacknowledged messages were
+#                 redelivered (nack, ack timeout, consumer crash). A broker always
+#                 redelivers an entry's unacked messages together, so they share it.
+#   index_counts  entry id -> batch index -> the count a batch message had when it
+#                 was acknowledged (batch-index acks), for messages acked after
+#                 they were counted: later failures of a sibling never count
+#                 against it. A message acked before any count has count 0.
 #   times         entry id -> (first, last) delivery time, ms since the epoch
 #   due           entry id -> when a pending backoff ends, ms since the epoch
 # It lives inside the cursor record (managed_cursor.py), so it is written with
 # mark-delete and the ack sets in ONE storage transaction.
 # Invariants: no key is an entry acknowledged as a whole (the cursor forgets an
-# entry here when it acks it); when index_counts[e] exists, counts[e] is the
-# highest value of the indexes counted there; first <= last in times.
+# entry here when it acks it); index_counts[e][i] <= counts[e]; first <= last.
 # Delivery times change on every send and do not make the record dirty on their
 # own. The record holds the times of messages that have a count or a pending
 # backoff only (the failing ones: a few, where every message in flight may
 # have times), written with the record's next write; every redelivery changes
 # a count and writes it, so a message's times are durable whenever its count is.
+# The serialized part is cached (`fragment`) and rebuilt only after it changed,
+# so the many record writes that only move acknowledgements do not serialize
+# the failing messages again: mutate through the methods, never the dicts.
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 
 class DeliveryState:
-    __slots__ = ("counts", "due", "index_counts", "times")
+    __slots__ = ("_fragment", "counts", "due", "index_counts", "times")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
         self.index_counts: dict[int, dict[int, int]] = {}
         self.times: dict[int, tuple[int, int]] = {}
         self.due: dict[int, int] = {}
+        self._fragment: str | None = None  # the serialized record part, while unchanged
 
     # ---- counts ----
 
-    def count(self, entry_id: int, batch_index: int | None = None) -> int:
+    def count(self, entry_id: int, batch_index: int | None = None, acked: bool = False) -> int:
+        """The count of an entry, or of one of its batch messages (`acked`: that
+        message is acknowledged, so the entry's later redeliveries were not its own)."""
         if batch_index is not None:
             per_index = self.index_counts.get(entry_id)
             if per_index is not None and batch_index in per_index:
                 return per_index[batch_index]
+            if acked:
+                return 0
         return self.counts.get(entry_id, 0)
 
-    def increment(self, entry_id: int, indexes: Iterable[int] | None = None, batch_size: int = 0) -> None:
-        """Count one more delivery of an entry: of all its messages (`indexes` None),
-        or only of the messages `indexes` of a batch of `batch_size` (the unacked ones)."""
-        per_index = self.index_counts.get(entry_id)
-        if indexes is None and per_index is None:
-            self.counts[entry_id] = self.counts.get(entry_id, 0) + 1
-            return
-        if per_index is None:
-            base = self.counts.get(entry_id, 0)
-            per_index = self.index_counts[entry_id] = dict.fromkeys(range(batch_size), base)
-        for i in (list(per_index) if indexes is None else indexes):
-            per_index[i] = per_index.get(i, 0) + 1
-        self.counts[entry_id] = max(per_index.values())
+    def increment(self, entry_id: int) -> None:
+        """Count one more delivery of the entry's unacknowledged messages."""
+        self._fragment = None
+        self.counts[entry_id] = self.counts.get(entry_id, 0) + 1
+
+    def batch_acked(self, entry_id: int, indexes: Iterable[int]) -> None:
+        """Batch messages were just acknowledged: they keep the count they have now."""
+        n = self.counts.get(entry_id, 0)
+        if n:
+            self.index_counts.setdefault(entry_id, {}).update(dict.fromkeys(indexes, n))
+            self._fragment = None
 
     # ---- delivery times and backoff ----
 
     def delivered(self, entry_id: int, now_ms: int) -> None:
         first = self.times.get(entry_id, (now_ms, now_ms))[0]
         self.times[entry_id] = (first, now_ms)
+        # (the record is not marked changed: the next count change, which follows every
+        # failed delivery, writes the times; the record holds those of its last change)
+
+    def set_due(self, entry_id: int, due_ms: int) -> None:
+        self.due[entry_id] = due_ms
+        self._fragment = None
+
+    def pop_due(self, entry_id: int) -> int | None:
+        at = self.due.pop(entry_id, None)
+        if at is not None:
+            self._fragment = None
+        return at
+
+    def clear_times(self) -> None:
+        """A seek: no delivery time or pending backoff applies any more."""
+        self.times.clear()
+        self.due.clear()
+        self._fragment = None
 
     def delivery_times(self, entry_id: int) -> tuple[int, int]:
         return self.times.get(entry_id, (0, 0))
@@ -66,6 +93,8 @@ class DeliveryState:
     # ---- forgetting acknowledged entries ----
 
     def forget(self, entry_id: int) -> None:
+        if entry_id in self.counts or entry_id in self.due:
+            self._fragment = None
         self.counts.pop(entry_id, None)
         self.index_counts.pop(entry_id, None)
         self.times.pop(entry_id, None)
@@ -76,6 +105,7 @@ class DeliveryState:
             if d and min(d) <= mark_delete:
                 for k in [k for k in d if k <= mark_delete]:
                     del d[k]
+                self._fragment = None
 
     def copy(self) -> DeliveryState:
         c = DeliveryState()
@@ -83,31 +113,49 @@ class DeliveryState:
         c.index_counts = {e: dict(m) for e, m in self.index_counts.items()}
         c.times = dict(self.times)
         c.due = dict(self.due)
+        c._fragment = self._fragment
         return c
 
     def clear(self) -> None:
         for d in (self.counts, self.index_counts, self.times, self.due):
             d.clear()
+        self._fragment = None
 
     # ---- record ----
 
+    def fragment(self) -> str:
+        """This state as JSON object members (`"rc":[...],...`), to splice into the record."""
+        if self._fragment is None:
+            doc: dict[str, Any] = {}
+            self.to_doc(doc)
+            self._fragment = json.dumps(doc, separators=(",", ":"))[1:-1]
+        return self._fragment
+
     def to_doc(self, doc: dict[str, Any]) -> None:
-        doc["rc"] = [[e, n] for e, n in sorted(self.counts.items())]
+        """Flat integer lists (e, n, e, n, ...): cheap to write for thousands of entries."""
+        counts, times, due = self.counts, self.times, self.due
+        doc["c"] = [x for e in sorted(counts) for x in (e, counts[e])]
         if self.index_counts:
             doc["ic"] = [[e, sorted(m.items())] for e, m in sorted(self.index_counts.items())]
-        if self.times:
-            times = self.times
-            failing = sorted(e for e in set(self.counts).union(self.due) if e in times)
-            if failing:
-                doc["dt"] = [[e, *times[e]] for e in failing]
-        if self.due:
-            doc["due"] = [[e, at] for e, at in sorted(self.due.items())]
+        if times:
+            flat: list[int] = []
+            for e in sorted(set(counts).union(due) if due else counts):
+                t = times.get(e)
+                if t is not None:
+                    flat += (e, t[0], t[1])
+            if flat:
+                doc["t"] = flat
+        if due:
+            doc["d"] = [x for e in sorted(due) for x in (e, due[e])]
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> DeliveryState:
+        """Reads version 2 (flat lists) and version 1 ("rc": [[entry, count], ...])."""
         s = cls()
         s.counts = {int(e): int(n) for e, n in doc.get("rc", [])}
+        c, t, d = doc.get("c", []), doc.get("t", []), doc.get("d", [])
+        s.counts.update((int(c[i]), int(c[i + 1])) for i in range(0, len(c) - 1, 2))
         s.index_counts = {int(e): {int(i): int(n) for i, n in m} for e, m in doc.get("ic", [])}
-        s.times = {int(e): (int(f), int(last)) for e, f, last in doc.get("dt", [])}
-        s.due = {int(e): int(at) for e, at in doc.get("due", [])}
+        s.times = {int(t[i]): (int(t[i + 1]), int(t[i + 2])) for i in range(0, len(t) - 2, 3)}
+        s.due = {int(d[i]): int(d[i + 1]) for i in range(0, len(d) - 1, 2)}
         return s

@@ -95,22 +95,23 @@ class ManagedCursor:
         return to_ack_set_words(b[0], b[1])
 
     def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int:
-        return self.deliveries.count(entry_id, batch_index)
+        """Redeliveries of an entry's unacked messages, or of its message `batch_index`."""
+        acked = False
+        if batch_index is not None:
+            b = self._batches.get(entry_id)
+            acked = b is not None and bool(b[1] >> batch_index & 1)
+        return self.deliveries.count(entry_id, batch_index, acked)
 
     def redelivery_counts(self) -> dict[int, int]:
         return dict(self.deliveries.counts)
 
     def increment_redelivery(self, entry_ids: Iterable[int]) -> None:
-        """Count one more delivery of each unacked entry; in a partly acked batch, of
-        its unacked messages only."""
+        """Count one more delivery of each unacked entry (of its unacked messages: the
+        acked ones of a partly acked batch keep their count)."""
         changed = False
         for eid in entry_ids:
             if not self.is_acked(eid):
-                b = self._batches.get(eid)
-                if b is None:
-                    self.deliveries.increment(eid)
-                else:
-                    self.deliveries.increment(eid, [i for i in range(b[0]) if not b[1] >> i & 1], b[0])
+                self.deliveries.increment(eid)
                 changed = True
         if changed:
             self._touch()
@@ -118,10 +119,10 @@ class ManagedCursor:
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         """Record (or with None, drop) when a pending backoff of the entry ends."""
         if due_ms is None:
-            if self.deliveries.due.pop(entry_id, None) is not None:
+            if self.deliveries.pop_due(entry_id) is not None:
                 self._touch()
         elif not self.is_acked(entry_id):
-            self.deliveries.due[entry_id] = due_ms
+            self.deliveries.set_due(entry_id, due_ms)
             self._touch()
 
     def backlog(self) -> int:
@@ -154,26 +155,22 @@ class ManagedCursor:
     def ack_batch_indexes(
         self, entry_id: int, batch_size: int, acked_indexes: Iterable[int]
     ) -> bool:
-        if self.is_acked(entry_id):
-            return True
-        size, mask = self._batches.get(entry_id, (batch_size, 0))
+        mask = 0
         for i in acked_indexes:
-            if 0 <= i < size:
+            if 0 <= i < batch_size:
                 mask |= 1 << i
-        if mask == (1 << size) - 1:
-            self.ack((entry_id,))
-            return True
-        self._batches[entry_id] = (size, mask)
-        self._touch()
-        return False
+        return self.ack_batch_mask(entry_id, batch_size, mask)
 
     def ack_batch_mask(self, entry_id: int, batch_size: int, acked_mask: int) -> bool:
         """Like ack_batch_indexes, with the acked indexes as a bit mask (bit i = index i)."""
         if self.is_acked(entry_id):
             return True
-        size, mask = self._batches.get(entry_id, (batch_size, 0))
+        size, old = self._batches.get(entry_id, (batch_size, 0))
         full = (1 << size) - 1
-        mask |= acked_mask & full
+        mask = old | (acked_mask & full)
+        if mask != old and self.deliveries.counts:
+            new = mask & ~old
+            self.deliveries.batch_acked(entry_id, (i for i in range(size) if new >> i & 1))
         if mask == full:
             self.ack((entry_id,))
             return True
@@ -196,8 +193,7 @@ class ManagedCursor:
     def reset(self, next_entry_id: int) -> None:
         self._ranges.clear()
         self._batches.clear()
-        self.deliveries.times.clear()
-        self.deliveries.due.clear()
+        self.deliveries.clear_times()
         self.deliveries.forget_through(next_entry_id - 1)
         self._set_md(next_entry_id - 1)
         self._touch()
@@ -272,8 +268,11 @@ class ManagedCursor:
             "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
             "props": self.properties,
         }
-        self.deliveries.to_doc(doc)
-        return json.dumps(doc, separators=(",", ":")).encode()
+        record = json.dumps(doc, separators=(",", ":"))
+        deliveries = self.deliveries.fragment()  # cached while the delivery state is unchanged
+        if deliveries:
+            record = f"{record[:-1]},{deliveries}}}"
+        return record.encode()
 
     @classmethod
     def from_state(
