@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pulsar
+import pytest
 
 from tests.admin.helpers import call
 from tests.conftest import BrokerProcess, _quiet_logger
@@ -70,3 +71,16 @@ def test_hostile_names_are_refused(broker: BrokerProcess) -> None:
     assert call(base, "GET", "/admin/v2/tenants")[1] == ["public"]
     status, err = call(base, "PUT", "/admin/v2/tenants/ok-t", '{"adminRoles": ["a\\u0000b"]}')
     assert status == 412 and "control character" in err["reason"]
+
+
+def test_binary_subscribe_follows_the_same_name_rules(broker: BrokerProcess) -> None:
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        for bad in ("a..b", "..", "sub\x01x"):
+            with pytest.raises(pulsar.NotAllowedError):
+                client.subscribe("limits-subnames", bad)
+        client.subscribe("limits-subnames", "good.sub-1").close()
+    finally:
+        client.close()
+    status, subs = call(broker.admin_url, "GET", "/admin/v2/persistent/public/default/limits-subnames/subscriptions")
+    assert status == 200 and subs == ["good.sub-1"]

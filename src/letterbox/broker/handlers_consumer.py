@@ -12,6 +12,7 @@ from letterbox.broker.namespace_limits import check_new_subscription, check_new_
 from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
+from letterbox.names import name_problem
 from letterbox.protocol import commands, parse_entry_metadata, pb
 from letterbox.topic_name import TopicName
 
@@ -58,6 +59,9 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     name = TopicName.parse(c.topic)
     if not c.subscription:
         raise NotAllowed("subscription name must not be empty")
+    problem = name_problem("subscription", c.subscription)  # the admin API's rules too
+    if problem is not None:
+        raise NotAllowed(f"invalid {problem}")
     service = cnx.service
     service.authorization.check_consume(cnx.role, name, c.subscription)
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
