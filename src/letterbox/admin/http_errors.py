@@ -8,8 +8,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from letterbox.errors import InvalidTopicName, LetterboxError, NotAllowed, TopicNotFound
+from letterbox.storage.errors import StorageError
+from letterbox.storage.health import StorageHealth
 
 log = logging.getLogger("letterbox.admin")
 
@@ -45,6 +48,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error_response(412, str(exc))
     except LetterboxError as exc:
         return error_response(500, str(exc))
+    except StorageError as exc:  # counted and logged where it failed; nothing changed
+        return error_response(503, f"storage unavailable, nothing was changed: {exc}")
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -52,3 +57,19 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except Exception as exc:
         log.exception("admin request %s %s failed", request.method, request.path)
         return error_response(500, f"{type(exc).__name__}: {exc}")
+
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def storage_guard(health: StorageHealth) -> Middleware:
+    """While the data directory is read-only, admin writes answer 503 with the reason
+    (reads keep working)."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if health.read_only and request.method not in READ_METHODS:
+            return error_response(503, f"admin writes are refused: {health.describe()}")
+        return await handler(request)
+
+    return guard

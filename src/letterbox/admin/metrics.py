@@ -57,6 +57,13 @@ SUBSCRIPTION_FAMILIES = (
 DEAD_LETTER_FAMILY = (
     "letterbox_dead_letter_messages_total", "counter", "Messages moved to a dead letter topic, by reason",
 )
+BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move transactions
+    ("letterbox_storage_degraded", "gauge", "1 while storage writes fail (disk full, I/O error, read-only)"),
+    ("letterbox_storage_read_only", "gauge", "1 while the data directory refuses writes as read-only"),
+    ("letterbox_storage_faults_total", "counter", "Storage commits that failed on a storage fault"),
+    ("letterbox_move_storage_failures_total", "counter",
+     "Move transactions that failed in storage (nothing moved), by operation"),
+)
 FAMILY_NAMES = tuple(f[0] for f in (*TOPIC_FAMILIES, *SUBSCRIPTION_FAMILIES, DEAD_LETTER_FAMILY))
 
 Number = int | float
@@ -77,6 +84,8 @@ class Snapshot:
     sub_values: list[list[Number]] = field(  # one column per SUBSCRIPTION_FAMILIES entry
         default_factory=lambda: [[] for _ in SUBSCRIPTION_FAMILIES])
     dead_letters: list[tuple[str, int]] = field(default_factory=list)  # (reason, count)
+    # broker-wide samples: (family, labels beyond cluster, value), families in BROKER_FAMILIES
+    broker: list[tuple[str, str, Number]] = field(default_factory=list)
 
 
 def _escape(value: str) -> str:
@@ -149,6 +158,12 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         ), strict=True):
             col.append(value)
     snap.dead_letters = sorted(service.stats.dead_letters_by_reason.items())
+    health = service.store.health
+    snap.broker += [("letterbox_storage_degraded", "", int(health.degraded)),
+                    ("letterbox_storage_read_only", "", int(health.read_only)),
+                    ("letterbox_storage_faults_total", "", health.faults_total)]
+    snap.broker += [("letterbox_move_storage_failures_total", f',operation="{_escape(op)}"', n)
+                    for op, n in sorted(service.stats.storage_failures_by_operation.items())]
     return snap
 
 
@@ -206,6 +221,10 @@ class Formatter:
         cluster = _escape(snap.cluster)
         parts.extend(f'{name}{{cluster="{cluster}",reason="{_escape(r)}"}} {n}'.encode()
                      for r, n in snap.dead_letters)
+        for name, kind, help_text in BROKER_FAMILIES:
+            parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
+            parts.extend(f'{name}{{cluster="{cluster}"{labels}}} {_fmt(v)}'.encode()
+                         for family, labels, v in snap.broker if family == name)
         for key in [k for k in self._blocks if k not in used]:
             del self._blocks[key]
         return b"\n".join(p for p in parts if p) + b"\n"

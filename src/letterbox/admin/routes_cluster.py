@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from letterbox.admin.http_errors import AdminError, no_content
+from letterbox.admin.http_errors import AdminError, error_response, no_content
 from letterbox.admin.request_parsing import DOMAIN, json_body, topic_name
 from letterbox.admin.server import CLUSTER_KEY
 
@@ -104,6 +104,11 @@ class ClusterRoutes:
         return urls
 
     async def health(self, request: web.Request) -> web.Response:
+        """200 "ok", or 503 with the reason while the broker is degraded (storage writes
+        fail: disk full, I/O error, read-only data directory)."""
+        health = self.service.store.health
+        if health.degraded:
+            return error_response(503, f"degraded: {health.describe()}")
         return web.Response(text="ok", content_type="text/plain")
 
     async def metrics(self, request: web.Request) -> web.StreamResponse:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from letterbox.admin.http_errors import AdminError, errors_middleware
+from letterbox.admin.http_errors import AdminError, errors_middleware, storage_guard
 from letterbox.admin.metrics import MetricsCache
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
@@ -71,7 +71,7 @@ class AdminServer:
         app = web.Application(client_max_size=MAX_BODY_BYTES,
                               # credentials before names: a stranger learns nothing
                               middlewares=[errors_middleware, security_middleware(self.service),
-                                           validate_names])
+                                           validate_names, storage_guard(self.service.store.health)])
         registrars: list[Callable[[AdminServer, web.UrlDispatcher], None]] = [
             routes_cluster.register,
             routes_tenants.register,

@@ -19,6 +19,7 @@ from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, parse_headers_and_payload, pb
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
+from letterbox.storage.errors import StorageError, is_storage_fault
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -48,6 +49,12 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed(f"unknown producer access mode {c.producer_access_mode}")
     service = cnx.service
     service.authorization.check_produce(cnx.role, name)
+    health = service.store.health
+    if name.persistent and health.degraded:
+        # Not while storage writes fail: the official clients re-create their producer after
+        # a SEND error and restart their send timeout when that succeeds, so accepting it
+        # would resend (and fail) pending messages forever instead of timing them out.
+        raise ServiceNotReady(f"the broker cannot store messages now ({health.describe()}); retry later")
     if c.HasField("initial_subscription_name") and c.initial_subscription_name:
         # creating a subscription is consuming (as Pulsar checks it)
         service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
@@ -173,7 +180,11 @@ def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, n
         _chain(cnx, producer, None, seq, highest)
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
-    fut = topic.publish(producer, hp, num, publish_time, top)
+    try:
+        fut = topic.publish(producer, hp, num, publish_time, top)
+    except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_exception(exc)
     cnx.guard.publish_started(len(hp))
     fut.add_done_callback(lambda _f: cnx.guard.publish_done(len(hp)))
     _chain(cnx, producer, fut, seq, highest)
@@ -217,7 +228,12 @@ def _chain(
     def on_durable(f: asyncio.Future[Position]) -> None:
         if f.cancelled() or f.exception() is not None:
             err = f.exception() if not f.cancelled() else None
-            log.error("append failed for producer %s: %s", p.name, err)
+            # a storage fault is logged once by the store (degraded); a resend must not be
+            # taken for a duplicate of what was never stored
+            level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
+            log.log(level, "append failed for producer %s: %s", p.name, err)
+            if isinstance(p.topic, PersistentTopic) and p.topic.deduplication_enabled():
+                p.highest_sequence_pushed = p.topic.ledger.last_pushed_sequence_id(p.name)
             cnx.write(
                 commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}")
             )

@@ -5,7 +5,11 @@
 # the broker notices within ~1 s that space returned. Loop thread only.
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import time
+from pathlib import Path
 
 from .errors import is_read_only
 
@@ -26,10 +30,12 @@ class StorageHealth:
     def degraded(self) -> bool:
         return self.fault is not None
 
-    def failed(self, exc: BaseException) -> bool:
-        """Record a failed commit; True if this starts a degraded period."""
+    def failed(self, exc: BaseException, data_dir: Path | None = None) -> bool:
+        """Record a failed commit; True if this starts a degraded period. The data directory
+        is tried for a new file: SQLite reports a file system gone read-only (e.g. remounted
+        after errors) as an I/O error, the file system says EROFS."""
         self.faults_total += 1
-        self.read_only = is_read_only(exc)
+        self.read_only = is_read_only(exc) or (data_dir is not None and dir_is_read_only(data_dir))
         started = self.fault is None
         self.fault = str(exc) or type(exc).__name__
         if started:
@@ -56,3 +62,15 @@ class StorageHealth:
             return "ok"
         kind = "read-only" if self.read_only else "write failed"
         return f"storage {kind} since {time.strftime('%H:%M:%S', time.gmtime(self.since))}Z: {self.fault}"
+
+
+def dir_is_read_only(data_dir: Path) -> bool:
+    probe = data_dir / ".letterbox-write-probe"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError as exc:
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return False

@@ -47,6 +47,7 @@ UPSERT_SEQ = (
 class WriteOp:
     __slots__ = ()
     nbytes = 0  # approximate payload size, used to bound a group transaction
+    writes = True  # False: changes no row (its commit says nothing about the disk)
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         raise NotImplementedError
@@ -246,6 +247,7 @@ class UnfenceOp(WriteOp):
     (queued after every append that could have followed the failed one)."""
 
     __slots__ = ("ledger_id",)
+    writes = False
 
     def __init__(self, ledger_id: int) -> None:
         self.ledger_id = ledger_id

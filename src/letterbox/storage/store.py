@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from .cache import EntryCache
 from .entry import Entry
-from .errors import StoreClosedError, is_storage_fault
+from .errors import StorageError, StorageFault, StoreClosedError, is_storage_fault
 from .health import StorageHealth
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
@@ -214,7 +214,7 @@ class Store:
         for sub in group:
             err = sub.error
             if err is None:
-                committed |= bool(sub.ops)
+                committed |= any(op.writes for op in sub.ops)
                 for op in sub.ops:
                     op.on_commit()
                     if isinstance(op, AppendOp):
@@ -227,7 +227,7 @@ class Store:
                 for op in sub.ops:
                     op.on_fail(err)
                 if not sub.future.done():
-                    sub.future.set_exception(err)
+                    sub.future.set_exception(_as_storage_error(err))
         if committed and self.health.committed():
             log.warning("storage writes succeed again: the broker is healthy")
             self._schedule_flush()
@@ -236,7 +236,7 @@ class Store:
 
     def _storage_fault(self, exc: BaseException) -> None:
         """A write failed on a storage fault: degraded until a commit succeeds; retry."""
-        if self.health.failed(exc):
+        if self.health.failed(exc, self.data_dir):
             log.warning("storage write failed (%s): the broker is degraded; SENDs and "
                         "acknowledgements that need the disk fail until writes succeed again", exc)
         if self._retry is None and self._loop is not None and not self._closing:
@@ -334,6 +334,15 @@ class Store:
             (ledger_id, entry_id),
         ).fetchone()
         return None if row is None else int(row[0])
+
+
+def _as_storage_error(exc: BaseException) -> BaseException:
+    """Callers above storage catch StorageError: a database error becomes StorageFault."""
+    if isinstance(exc, sqlite3.Error) and not isinstance(exc, StorageError):
+        fault = StorageFault(str(exc))
+        fault.__cause__ = exc
+        return fault
+    return exc
 
 
 def _log_failure(fut: asyncio.Future[Any]) -> None:

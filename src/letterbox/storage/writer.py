@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import is_storage_fault
 from .ops import INSERT_ENTRY, UPSERT_SEQ, AppendOp, WriteOp
 from .schema import SyncMode, open_writer
 
@@ -134,7 +135,9 @@ class Writer:
             try:
                 self._run_isolated(conn, group)
             except Exception as exc2:
-                log.error("storage commit failed: %s", exc2)
+                # a storage fault is reported once by the Store (degraded), not per group
+                log.log(logging.DEBUG if is_storage_fault(exc2) else logging.ERROR,
+                        "storage commit failed: %s", exc2)
                 self._rollback(conn)
                 for sub in group:
                     if sub.error is None:
