@@ -234,6 +234,46 @@ def test_redrive_on_a_full_disk(small_fs: Path, broker_factory: Any) -> None:
     client.close()
 
 
+def test_expiry_and_purge_on_a_full_disk(small_fs: Path, broker_factory: Any) -> None:
+    """TTL expiry into the dead letter topic, then a purge of it: while the disk is full both
+    fail and change nothing; once space returns they complete; a restart keeps the result."""
+    data = small_fs / "data"
+    broker: BrokerProcess = broker_factory(data)
+    client = client_for(broker)
+    consumer = client.subscribe(T + "exp-src", "s", properties={"letterbox.dlq.max_redeliveries": "3"})
+    producer = client.create_producer(T + "exp-src", batching_enabled=False)
+    for i in range(N):
+        producer.send(f"x{i}".encode())
+    consumer.close()  # the subscription keeps its consumer's dead-letter policy
+    expire = f"{P}/exp-src/subscription/s/expireMessages/0"
+
+    filler = fill(small_fs)
+    status, answer = api(broker, "POST", expire)
+    assert status == 503 and "storage unavailable" in answer["reason"], (status, answer)
+    assert backlog(broker, "exp-src", "s") == N
+    assert dead_letter_origins(broker, "exp-src-s-DLQ") == []
+    os.remove(filler)
+    assert wait_until(lambda: healthy(broker), 5.0)
+    assert api(broker, "POST", expire)[0] == 204
+    expired = dead_letter_origins(broker, "exp-src-s-DLQ")
+    assert len(expired) == N == len(set(expired)) and backlog(broker, "exp-src", "s") == 0
+
+    filler = fill(small_fs)
+    status, answer = api(broker, "POST", f"{P}/exp-src-s-DLQ/letterbox/purge", {})
+    assert status == 503 and "storage unavailable" in answer["reason"], (status, answer)
+    assert sorted(dead_letter_origins(broker, "exp-src-s-DLQ")) == sorted(expired)
+    assert metric(broker, "letterbox_move_storage_failures_total", operation="purge") >= 1
+    os.remove(filler)
+    assert wait_until(lambda: healthy(broker), 5.0)
+    assert api(broker, "POST", f"{P}/exp-src-s-DLQ/letterbox/purge", {}) == (200, {"purged": N, "dryRun": False})
+    client.close()
+
+    assert broker.stop() == 0, broker.log()
+    broker = broker_factory(data)
+    assert dead_letter_origins(broker, "exp-src-s-DLQ") == []
+    assert backlog(broker, "exp-src", "s") == 0
+
+
 def test_sends_on_a_full_disk_complete_and_the_topic_recovers(small_fs: Path, broker_factory: Any) -> None:
     broker: BrokerProcess = broker_factory(small_fs / "data")
     client = client_for(broker)
