@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from letterbox.admin.http_errors import AdminError
-from letterbox.broker.topic import PersistentTopic
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
     from letterbox.broker.subscription import Subscription
+    from letterbox.broker.topic import PersistentTopic
 
 
 def persistent_topic(admin: AdminServer, name: TopicName, what: str) -> PersistentTopic:
@@ -22,9 +22,9 @@ def persistent_topic(admin: AdminServer, name: TopicName, what: str) -> Persiste
         raise AdminError(405, f"{what} on a non-persistent topic is not allowed")
     if admin.service.partitions_of(name) > 0:
         raise AdminError(405, f"{what} on a partitioned topic is not allowed; use one of its partitions")
-    topic = admin.existing_topic(name)
-    assert isinstance(topic, PersistentTopic)
-    return topic
+    if not admin.service.topic_exists(name):
+        raise AdminError(404, f"Topic {name} not found")
+    return admin.service.persistent_topic(name, create=False)
 
 
 def partition_targets(admin: AdminServer, name: TopicName, what: str) -> list[PersistentTopic]:
@@ -36,9 +36,7 @@ def partition_targets(admin: AdminServer, name: TopicName, what: str) -> list[Pe
         return [persistent_topic(admin, name, what)]
     topics: list[PersistentTopic] = []
     for i in range(n):
-        topic = admin.service.get_topic(name.partition(i), create=True)
-        assert isinstance(topic, PersistentTopic)
-        topics.append(topic)
+        topics.append(admin.service.persistent_topic(name.partition(i), create=True))
     return topics
 
 
