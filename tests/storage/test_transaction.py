@@ -123,3 +123,31 @@ def test_changes_need_the_cursor_locked(tmp_path: Path) -> None:
                 txn.ack(cursor, [0])
 
     run_with_store(tmp_path, body)
+
+
+def test_a_cancelled_caller_does_not_leave_a_committed_move_unapplied(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        src, dlq = store.open_ledger("src"), store.open_ledger("dlq")
+        await _fill(src, 1)
+        cursor = src.open_cursor("s", "earliest")
+
+        async def move() -> None:
+            async with store.transaction() as txn:
+                await txn.lock(cursor)
+                txn.append(dlq, b"moved", 1, 1)
+                txn.ack(cursor, [0])
+                await txn.commit()
+
+        task = asyncio.ensure_future(move())
+        for _ in range(3):  # until the commit is submitted
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await store.barrier()
+        await asyncio.sleep(0)
+        assert cursor.is_acked(0) and [e.data for e in dlq.read_entries(0, 10)] == [b"moved"]
+        async with store.transaction() as txn:  # and the cursor was unlocked
+            await asyncio.wait_for(txn.lock(cursor), 1.0)
+
+    run_with_store(tmp_path, body)

@@ -69,6 +69,7 @@ class Transaction:
         self._changes: dict[ManagedCursor, list[CursorChange]] = {}
         self._locked: list[ManagedCursor] = []
         self._done = False
+        self._pending: asyncio.Future[None] | None = None  # the writer submission, once committed
 
     async def __aenter__(self) -> Transaction:
         return self
@@ -140,13 +141,30 @@ class Transaction:
             for change in changes:
                 change(copy)
             ops.append(copy._snapshot_op())
-        await self._store._submit(ops, None)
-        for cursor, changes in self._changes.items():
-            for change in changes:
-                change(cursor)
+        submitted = self._store._submit(ops, None)
+        recorded = list(self._changes.items())
+
+        def apply(fut: asyncio.Future[None]) -> None:
+            if not fut.cancelled() and fut.exception() is None:
+                for cursor, cursor_changes in recorded:
+                    for change in cursor_changes:
+                        change(cursor)
+
+        # applied by the future itself: a caller cancelled while the writer commits (an admin
+        # request whose client went away) must not leave a committed move unapplied in memory
+        submitted.add_done_callback(apply)
+        self._pending = submitted
+        await asyncio.shield(submitted)
 
     def _release(self) -> None:
         self._done = True
+        pending = self._pending
+        if pending is not None and not pending.done():  # cancelled caller: unlock after commit
+            pending.add_done_callback(lambda _f: self._unlock())
+            return
+        self._unlock()
+
+    def _unlock(self) -> None:
         for cursor in self._locked:
             cursor.txn_lock.release()
             if cursor._dirty and not cursor._deleted:  # changed meanwhile: write it now
