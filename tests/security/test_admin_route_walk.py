@@ -4,13 +4,15 @@ authentication and authorization enabled — without credentials (401 with a
 reason and WWW-Authenticate), with a bad token (401), and as a role that has no
 rights (403 with a reason). Only the routes access_rules marks OPEN answer
 otherwise, and they are listed here by name, so a new route cannot be left
-open unnoticed."""
+open unnoticed. Every route must also have its own declared rule in
+access_rules.RULES: a new route fails the walk until someone decides who may
+call it."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from letterbox.admin.access_rules import Access, access_for
+from letterbox.admin.access_rules import RULES, Access, access_for, is_declared
 from letterbox.admin.server import AdminServer
 from letterbox.broker.service import BrokerService
 from letterbox.config import BrokerConfig
@@ -35,6 +37,14 @@ def admin_routes(tmp_path: Path) -> list[tuple[str, str]]:
             continue
         out.add((route.method, route.resource.canonical))
     return sorted(out)
+
+
+def test_every_route_has_a_declared_rule(tmp_path: Path) -> None:
+    routes = admin_routes(tmp_path)
+    undeclared = [f"{m} {t}" for m, t in routes if not is_declared(m, t)]
+    assert not undeclared, "admin routes without a rule in admin/access_rules.py:\n" + "\n".join(undeclared)
+    stale = sorted(set(RULES) - set(routes))
+    assert not stale, f"rules for routes the admin app does not register: {stale}"
 
 
 def concrete(template: str) -> str:

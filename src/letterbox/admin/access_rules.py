@@ -1,21 +1,25 @@
-# Who may call which admin route: one declarative rule per (method, path
-# template), looked up by the security middleware for every request.
-#
-# The default follows the path and fails closed: a route with {tenant} in its
-# path needs a super user or an admin role of that tenant, any other route a
-# super user. RULES lists only the routes that Pulsar opens further:
-#   OPEN        no credentials at all (/metrics, as Pulsar's default
-#               authenticateMetricsEndpoint=false);
-#   LOOKUP      produce or consume on the topic in the path (HTTP lookup,
-#               partition metadata, topic stats: Pulsar's LOOKUP / GET_STATS);
-#   CONSUME     consume on the topic in the path, with the {subscription} of
-#               the path when there is one (peek, examine, subscription
-#               create/delete/skip/reset/expire, the letterbox move, dead
-#               letters listing); on a namespace path, consume granted on the
-#               namespace (topic listings).
-# Super users and the tenant's admins pass every rule of their scope. A route
-# added without an entry here is therefore never open: it needs tenant admin
-# or super user until someone writes a looser rule on purpose.
+# Who may call which admin route: one declared rule per (method, path
+# template) of the admin app, looked up by the security middleware for every
+# request. Every route the app registers is listed here (the route-walk test,
+# tests/security/test_admin_route_walk.py, fails for a route without an
+# entry); a route missing anyway is refused to everyone but super users.
+#   OPEN          no credentials at all (/metrics, as Pulsar's default
+#                 authenticateMetricsEndpoint=false);
+#   SUPER_USER    clusters, broker health, tenant create/update/delete and the
+#                 tenant listing (Pulsar's validateSuperUserAccess);
+#   TENANT_ADMIN  a super user or an admin role of the {tenant} in the path
+#                 (namespaces, policies, permissions, topic create/delete,
+#                 redrive and purge);
+#   LOOKUP        produce or consume on the topic in the path (HTTP lookup,
+#                 partition metadata, topic stats: Pulsar's LOOKUP / GET_STATS);
+#   CONSUME       consume on the topic in the path, with the {subscription} of
+#                 the path when there is one (peek, examine, subscription
+#                 create/delete/skip/reset/expire, the letterbox move, dead
+#                 letters listing); on a namespace path, consume granted on the
+#                 namespace (topic listings).
+# Super users and the tenant's admins pass every rule of their scope. Routes
+# that write to a topic named in the body (move, redrive, a namespace's
+# deadLetterTopic) check the caller's right on that topic themselves.
 from __future__ import annotations
 
 import enum
@@ -34,10 +38,45 @@ class Access(enum.Enum):
 
 _SUB = TOPIC_BASE + "/subscription/{subscription}"
 _LOOKUP_PATH = "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}"
+_TENANT = "/admin/v2/tenants/{tenant}"
+_CLUSTER = "/admin/v2/clusters/{cluster}"
+_NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
+_NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
+                "/letterbox/redeliveryBackoff")
+S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 
 _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", "/metrics"): Access.OPEN,
     ("GET", "/metrics/"): Access.OPEN,
+    # super user
+    ("GET", "/admin/v2/clusters"): S,
+    ("GET", _CLUSTER): S, ("PUT", _CLUSTER): S, ("POST", _CLUSTER): S, ("DELETE", _CLUSTER): S,
+    ("GET", "/admin/v2/brokers/health"): S,
+    ("GET", "/admin/v2/tenants"): S,
+    ("PUT", _TENANT): S, ("POST", _TENANT): S, ("DELETE", _TENANT): S,
+    # tenant admin
+    ("GET", _TENANT): A,
+    ("GET", "/admin/v2/namespaces/{tenant}"): A,
+    ("GET", NAMESPACE_BASE): A, ("PUT", NAMESPACE_BASE): A, ("DELETE", NAMESPACE_BASE): A,
+    **{(m, NAMESPACE_BASE + p): A for p in _NS_POLICIES for m in ("GET", "POST", "DELETE")},
+    ("GET", _NS_PERMISSIONS): A,
+    ("GET", _NS_PERMISSIONS + "/subscription/{subscription}"): A,
+    ("POST", _NS_PERMISSIONS + "/subscription/{subscription}"): A,
+    ("DELETE", _NS_PERMISSIONS + "/{subscription}/{role}"): A,
+    ("POST", _NS_PERMISSIONS + "/{role}"): A,
+    ("DELETE", _NS_PERMISSIONS + "/{role}"): A,
+    ("GET", TOPIC_BASE + "/permissions"): A,
+    ("POST", TOPIC_BASE + "/permissions/{role}"): A,
+    ("DELETE", TOPIC_BASE + "/permissions/{role}"): A,
+    ("PUT", TOPIC_BASE): A, ("DELETE", TOPIC_BASE): A,
+    ("PUT", TOPIC_BASE + "/partitions"): A,
+    ("POST", TOPIC_BASE + "/partitions"): A,
+    ("DELETE", TOPIC_BASE + "/partitions"): A,
+    ("POST", TOPIC_BASE + "/all_subscription/expireMessages/{seconds}"): A,
+    ("POST", TOPIC_BASE + "/letterbox/redrive"): A,
+    ("DELETE", TOPIC_BASE + "/letterbox/redrive"): A,
+    ("POST", TOPIC_BASE + "/letterbox/purge"): A,
+    # lookup and consume
     ("GET", _LOOKUP_PATH): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/partitions"): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/stats"): Access.LOOKUP,
@@ -73,10 +112,11 @@ def canonical(template: str) -> str:
 RULES: dict[tuple[str, str], Access] = {(m, canonical(p)): a for (m, p), a in _RULES_BY_TEMPLATE.items()}
 
 
+def is_declared(method: str, path_template: str) -> bool:
+    return ("GET" if method == "HEAD" else method, path_template) in RULES
+
+
 def access_for(method: str, path_template: str) -> Access:
-    """The rule of one route; HEAD is GET's."""
+    """The rule of one route (HEAD is GET's); a route nobody declared: super users only."""
     method = "GET" if method == "HEAD" else method
-    rule = RULES.get((method, path_template))
-    if rule is not None:
-        return rule
-    return Access.TENANT_ADMIN if "{tenant}" in path_template else Access.SUPER_USER
+    return RULES.get((method, path_template), Access.SUPER_USER)
