@@ -13,6 +13,7 @@ import pytest
 from letterbox.protocol import client_commands, pb
 from tests.conftest import _quiet_logger
 from tests.security.conftest import SecureBroker
+from tests.security.http import call
 from tests.security.pki import TokenKeys
 from tests.security.wire import T, Wire
 
@@ -192,3 +193,33 @@ def test_anonymous_role_admits_clients_without_credentials(
         _round_trip(client, "anonymous-ok")
     finally:
         client.close()
+
+
+def test_refused_connection_does_nothing_even_with_pipelined_requests(
+    auth_broker: SecureBroker, token_keys: TokenKeys
+) -> None:
+    """Requests written right behind a refused CONNECT, in the same packet, are not
+    handled: one AuthenticationError, a close, and no topic or subscription created
+    (this broker has no authorization, so anything handled would have gone through)."""
+    wire = Wire(auth_broker.ports["port"])
+    topic = "persistent://public/default/refused-pipelined"
+    try:
+        wire.send(
+            client_commands.connect("wire-test", 21, auth_method_name="token", auth_data=b"garbage")
+            + client_commands.producer(topic, 1, 1)
+            + client_commands.subscribe(topic, "s", 2, 2)
+            + client_commands.partitioned_metadata(topic + "-meta", 3)
+            + client_commands.lookup(topic, 4)
+        )
+        assert wire.next(10).type == T.CONNECTED
+        reply = wire.next(10)
+        assert reply.type == T.ERROR and reply.error.request_id == 1, reply
+        assert reply.error.error == pb.ServerError.Value("AuthenticationError")
+        assert wire.closed_by_broker()
+    finally:
+        wire.close()
+    admin = f"http://127.0.0.1:{auth_broker.ports['admin_port']}"
+    token = token_keys.hs256("inspector")
+    assert call(admin, "GET", "/admin/v2/persistent/public/default")[0] == 401
+    status, _, topics = call(admin, "GET", "/admin/v2/persistent/public/default", token=token)
+    assert status == 200 and not [t for t in topics if "refused-pipelined" in t], topics

@@ -125,3 +125,11 @@ def test_move_targets_own_failure_topics_or_need_produce() -> None:
     assert not a.can_move("B", src, "s", TopicName.parse("persistent://acme/other/t-s-DLQ"))
     assert not a.can_move("A", src, "s", dlq)  # no consume on the source
     assert not a.can_move("B", src, "locked", TopicName.parse("persistent://acme/orders/t-locked-DLQ"))
+
+
+def test_move_targets_named_like_failure_topics_but_not_failure_topics_need_produce() -> None:
+    a = _authz()
+    src = TopicName.parse("persistent://acme/orders/t")
+    assert a.can_move("B", src, "s", TopicName.parse("persistent://acme/orders/t-s-RETRY-5s"))
+    for other in ("t-s-log", "t-s-audit-DLQ", "t-s-DLQ-copy", "t-s-RETRY-x", "t-s-"):
+        assert not a.can_move("B", src, "s", TopicName.parse("persistent://acme/orders/" + other)), other

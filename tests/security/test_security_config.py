@@ -184,3 +184,12 @@ def test_htpasswd_hashes() -> None:
     assert users.check("alice", "secret") is None
     assert users.check("alice", "Secret") == "wrong password for user 'alice'"
     assert users.check("eve", "secret") == "no such user 'eve'"
+
+
+def test_htpasswd_non_ascii_hash_is_a_refusal_not_a_crash() -> None:
+    """The constant-time comparison takes bytes: a stray non-ASCII character in a hash
+    (or a password) is a wrong password, not a TypeError out of hmac.compare_digest."""
+    users = Htpasswd.parse("carol:$apr1$s\u00e4lz$abc\ndave:x\u00e9yzabcdefghi\n")
+    assert users.check("carol", "pw") == "wrong password for user 'carol'"
+    assert users.check("dave", "p\u00e9") == "wrong password for user 'dave'"
+    assert users.check("carol", "p\u00e9") == "wrong password for user 'carol'"

@@ -38,6 +38,8 @@ from letterbox.broker.dead_letters import (
     summary_async,
 )
 from letterbox.broker.topic import PersistentTopic
+from letterbox.errors import InvalidTopicName
+from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -169,6 +171,7 @@ class DeadLetterRoutes:
         dlq = self._dlq(request)
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
+        await self._check_targets(request, dlq, req)
         try:
             result = await rd.redrive(dlq, req)
         except rd.RedriveRunning as exc:
@@ -178,6 +181,30 @@ class DeadLetterRoutes:
         if result.cancelled:
             out["cancelled"] = True
         return web.json_response(out)
+
+    async def _check_targets(self, request: web.Request, dlq: PersistentTopic, req: rd.RedriveRequest) -> None:
+        """A redrive appends to its target, or to each message's REAL_TOPIC (a property any
+        producer on the DLQ could have set): the caller must be allowed to produce on every
+        one. (Checked before the redrive runs; a message arriving in the DLQ meanwhile with
+        another REAL_TOPIC is not re-checked.)"""
+        authz, role = self.admin.service.authorization, request.get("role")
+        if not authz.enabled or authz.is_super_user(role):
+            return
+        targets = {req.target} if req.target is not None else set()
+        if req.target is None:
+            async for dl in live_dead_letters_async(dlq):
+                real = dl.properties.get(REAL_TOPIC)
+                if real and req.filter.matches(dl):
+                    try:
+                        targets.add(TopicName.parse(real))
+                    except InvalidTopicName:
+                        continue  # the redrive leaves it where it is
+
+        refused = sorted(str(t) for t in targets if not authz.can_produce(role, t))
+        if refused:
+            raise AdminError(403, f"Role {role} is not authorized to produce on {', '.join(refused[:5])}: "
+                             "a redrive needs produce on every topic it writes to (its target or each "
+                             "message's REAL_TOPIC)")
 
     async def cancel_redrive(self, request: web.Request) -> web.Response:
         dlq = self._dlq(request)

@@ -31,6 +31,7 @@ from letterbox.admin.request_parsing import (
 )
 from letterbox.broker import namespace_policies as np
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_MULTIPLIER
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.server import AdminServer
@@ -85,10 +86,26 @@ class PolicyRoutes:
                 raise AdminError(400, "Request body is required")
             value = validate(body)
             ns, _ = self._document(request)
+            if key == np.DEAD_LETTER:
+                self._check_dead_letter_target(request, value)
             await self.policies.update(ns, key, value)
             return no_content()
 
         return post
+
+    def _check_dead_letter_target(self, request: web.Request, policy: dict[str, Any]) -> None:
+        """The broker writes dead letters into the policy's deadLetterTopic for every topic of
+        the namespace: the caller must be allowed to produce there (and to consume it, for an
+        initialSubscriptionName) -- a tenant admin may not point it into another tenant."""
+        if not policy.get("deadLetterTopic"):
+            return
+        authz, role = self.admin.service.authorization, request.get("role")
+        target = TopicName.parse(policy["deadLetterTopic"])
+        initial = policy.get("initialSubscriptionName")
+        if not authz.can_produce(role, target) or (initial and not authz.can_consume(role, target, initial)):
+            what = "produce on" if not authz.can_produce(role, target) else f"consume ({initial}) on"
+            raise AdminError(403, f"Role {role} is not authorized to {what} {target}, the deadLetterTopic "
+                             "of this policy")
 
     def remover(self, key: str) -> Handler:
         async def delete(request: web.Request) -> web.Response:

@@ -12,8 +12,10 @@ from letterbox.broker.namespace_limits import check_new_subscription, check_new_
 from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
+from letterbox.failure.consumer_properties import DLQ_INITIAL_SUBSCRIPTION, DLQ_TOPIC
 from letterbox.names import name_problem
 from letterbox.protocol import commands, parse_entry_metadata, pb
+from letterbox.security.authorization import AuthorizationFailed, is_failure_topic_of
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed(f"invalid {problem}")
     service = cnx.service
     service.authorization.check_consume(cnx.role, name, c.subscription)
+    _check_dead_letter_target(cnx, name, c.subscription, c.metadata)
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
     if force:
         check_new_topic(service, name)
@@ -119,6 +122,28 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         raise
     cnx.consumers[c.consumer_id] = consumer
     cnx.write(commands.success(c.request_id))
+
+
+def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: str, metadata: Any) -> None:
+    """A dead letter topic named in the consumer's properties is written by the broker on
+    this consumer's behalf: unless it is the subscription's own failure topic, the role must
+    be allowed to produce there (and to consume it, for an initial subscription)."""
+    props = {kv.key: kv.value for kv in metadata}
+    configured = props.get(DLQ_TOPIC)
+    authz = cnx.service.authorization
+    if not configured or not authz.enabled:
+        return
+    target = TopicName.parse(configured)
+    if is_failure_topic_of(source, subscription, target):
+        return
+    if not authz.can_produce(cnx.role, target):
+        raise AuthorizationFailed(
+            f"Role {cnx.role} is not authorized to produce on {target}, named as dead letter topic "
+            f"by consumer property {DLQ_TOPIC}"
+        )
+    initial = props.get(DLQ_INITIAL_SUBSCRIPTION)
+    if initial:
+        authz.check_consume(cnx.role, target, initial)
 
 
 def handle_flow(cnx: ServerCnx, frame: Frame) -> None:

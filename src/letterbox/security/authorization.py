@@ -21,7 +21,9 @@
 # consumer's: nothing checks them. The letterbox move over the admin API (used
 # by letterbox.client) needs consume on the source subscription and either
 # produce on the target or a target that is the subscription's own failure
-# topic (can_move).
+# topic (can_move); the same target rule holds for a dead letter topic named
+# by a consumer's properties or a namespace's dead-letter policy, and for the
+# targets of a redrive (can_write_failure_topic, can_produce).
 #
 # Invariants: with authorization disabled every check returns True; a role of
 # None (no authenticated identity) passes nothing when it is enabled. The
@@ -35,6 +37,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox.errors import LetterboxError, ServerError
+from letterbox.failure.naming import DLQ_SUFFIX, RETRY_SUFFIX, TopicRole, topic_role
 
 if TYPE_CHECKING:
     from letterbox.config import BrokerConfig
@@ -205,6 +208,13 @@ class AuthorizationService:
         retry and dead letter topics) or a topic the role may produce to."""
         if not self.can_consume(role, source, subscription):
             return False
+        return self.can_write_failure_topic(role, source, subscription, target)
+
+    def can_write_failure_topic(self, role: str | None, source: TopicName, subscription: str,
+                                target: TopicName) -> bool:
+        """A dead-letter or retry write for source/subscription into target, made by the
+        broker on a consumer's behalf: free into the subscription's own failure topics
+        (is_failure_topic_of), else the role must be allowed to produce on target."""
         return is_failure_topic_of(source, subscription, target) or self.can_produce(role, target)
 
     # --- raising forms, for callers that report an error -----------------------------
@@ -223,9 +233,10 @@ class AuthorizationService:
 
 
 def is_failure_topic_of(source: TopicName, subscription: str, target: TopicName) -> bool:
-    """target is named `<base>-<subscription>-<anything>` in source's namespace, where base is
-    the source topic's (partitioned parent's) local name, or its base when the source is itself
-    such a failure topic (a retry topic's messages move on to the same DLQ or retry topic)."""
+    """target is the subscription's own dead letter or retry topic in source's namespace:
+    `<base>-<subscription>` + `-DLQ`, `-RETRY` or a retry tier `-RETRY-<delay>`, where base
+    is the source topic's (partitioned parent's) local name, or its base when the source is
+    itself such a failure topic (a retry topic's messages move on to the same DLQ)."""
     if (target.domain, target.tenant, target.namespace) != (source.domain, source.tenant, source.namespace):
         return False
     marker = f"-{subscription}-"
@@ -234,7 +245,16 @@ def is_failure_topic_of(source: TopicName, subscription: str, target: TopicName)
     cut = local.find(marker)
     if cut > 0:
         bases.add(local[:cut])
-    return any(target.partitioned_parent.local.startswith(b + marker) for b in bases)
+    name = target.partitioned_parent.local
+    return any(name.startswith(b + marker) and _is_failure_suffix(name[len(b) + len(marker) - 1:])
+               for b in bases)
+
+
+def _is_failure_suffix(suffix: str) -> bool:
+    """`-DLQ`, `-RETRY` or `-RETRY-<delay>` and nothing else (not `-log`, not `-x-DLQ`)."""
+    if suffix in (DLQ_SUFFIX, RETRY_SUFFIX):
+        return True
+    return suffix.count("-") == 2 and topic_role("t" + suffix) is TopicRole.RETRY
 
 
 def _json_object(raw: str | None) -> dict[str, Any]:

@@ -82,8 +82,13 @@ def verify_password(password: str, hashed: str) -> bool:
     for magic in ("$apr1$", "$1$"):
         if hashed.startswith(magic):
             salt = hashed[len(magic) :].split("$", 1)[0]
-            return hmac.compare_digest(md5_crypt(pw, salt.encode(), magic.encode()), hashed)
-    return hmac.compare_digest(_system_crypt()(password, hashed) or "", hashed)
+            return _same(md5_crypt(pw, salt.encode(), magic.encode()), hashed)
+    return _same(_system_crypt()(password, hashed) or "", hashed)
+
+
+def _same(computed: str, hashed: str) -> bool:
+    """Constant-time equality on bytes (compare_digest refuses non-ASCII str)."""
+    return hmac.compare_digest(computed.encode(), hashed.encode())
 
 
 def _system_crypt() -> Callable[[str, str], str | None]:
