@@ -28,7 +28,7 @@ from typing import Literal
 
 from .cache import LedgerCache
 from .entry import Entry
-from .errors import LedgerClosedError, LedgerRecovering, is_storage_fault
+from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
 from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
@@ -198,7 +198,10 @@ class ManagedLedger:
         del self._cum[max(self._next - self._cum_base, 0):]
         self._pushed_seq = dict(self._seq)
         self._failed = None
-        self._store._submit_background([UnfenceOp(self.ledger_id)])
+        try:
+            self._store._submit_background([UnfenceOp(self.ledger_id)])
+        except StorageError:  # the store is closing: no append follows anyway
+            self._closed_reason = "closed"
 
     def _notify_confirmed(self) -> None:
         pos = self.last_confirmed
