@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -105,7 +106,10 @@ class RedeliveryTracker:
                         sub.topic.service.storage_failed("dead_letter", exc, f"{len(ids)} entries of "
                                                          f"{sub.topic.name}/{sub.name}")
                         now_ids.extend(ids)
-                await cursor.flush()
+                # on degraded storage (said by the store) the counts stay in memory and the
+                # record is written again once it can be
+                with contextlib.suppress(StorageError):
+                    await cursor.flush()
             finally:
                 if epoch == self.epoch:  # a seek in between makes these ids stale
                     sub.dispatcher.park(now_ids)
