@@ -13,36 +13,70 @@ from pathlib import Path
 
 import pytest
 
-LISTEN_RE = re.compile(r"listening on pulsar://[^:]+:(\d+)")
-ADMIN_RE = re.compile(r"admin on http://[^:]+:(\d+)")
+# the start-up line names every listener that is on (standalone.startup_line)
+STARTUP_RE = re.compile(r"data in .*; authentication ")
+PORT_RES = {
+    "port": re.compile(r"listening on pulsar://[^ ,]+:(\d+)"),
+    "tls_port": re.compile(r"tls on pulsar\+ssl://[^ ,]+:(\d+)"),
+    "admin_port": re.compile(r"admin on http://[^ ,]+:(\d+)"),
+    "admin_tls_port": re.compile(r"admin tls on https://[^ ,]+:(\d+)"),
+}
 
 
 class BrokerProcess:
-    """A `letterbox standalone` child process with its own data directory."""
+    """A `letterbox standalone` child process with its own data directory. By default its
+    plain binary and admin ports are ephemeral and it binds 127.0.0.1; with
+    `default_listeners=False` it gets only `args` (TLS-only brokers, the default bind).
+    The ports of every listener that is on are read from the start-up line."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, args: list[str] | None = None,
+                 *, default_listeners: bool = True) -> None:
         self.data_dir = data_dir
         self.extra_env = env or {}
         self.args = args or []
+        self.default_listeners = default_listeners
         self.proc: subprocess.Popen[str] | None = None
-        self.port = 0
-        self.admin_port = 0
+        self.ports: dict[str, int] = {}
         self.lines: list[str] = []
+        self.exited = threading.Event()  # its stderr ended
+
+    @property
+    def port(self) -> int:
+        return self.ports.get("port", 0)
+
+    @property
+    def admin_port(self) -> int:
+        return self.ports.get("admin_port", 0)
 
     @property
     def url(self) -> str:
         return f"pulsar://127.0.0.1:{self.port}"
 
     @property
+    def tls_url(self) -> str:
+        return f"pulsar+ssl://localhost:{self.ports['tls_port']}"
+
+    @property
     def admin_url(self) -> str:
         return f"http://127.0.0.1:{self.admin_port}"
 
-    def start(self, timeout: float = 30.0) -> BrokerProcess:
+    @property
+    def admin_tls_url(self) -> str:
+        return f"https://localhost:{self.ports['admin_tls_port']}"
+
+    @property
+    def startup_line(self) -> str:
+        return next(line for line in self.lines if STARTUP_RE.search(line))
+
+    def start(self, timeout: float = 30.0, expect_ready: bool = True) -> BrokerProcess:
+        """Start and wait for the start-up line; with expect_ready=False a broker that exits
+        instead (a refused configuration) is no error: see `exited`, `log()`."""
         env = dict(os.environ)
         env.update(self.extra_env)
         env.setdefault("LETTERBOX_LOG_LEVEL", "INFO")
+        listeners = ["--port", "0", "--admin-port", "0", "--bind", "127.0.0.1"] if self.default_listeners else []
         cmd = [sys.executable, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir),
-               "--port", "0", "--admin-port", "0", "--bind", "127.0.0.1", *self.args]
+               *listeners, *self.args]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
         ready = threading.Event()
 
@@ -50,17 +84,17 @@ class BrokerProcess:
             assert self.proc is not None and self.proc.stderr is not None
             for line in self.proc.stderr:
                 self.lines.append(line)
-                m = LISTEN_RE.search(line)
-                if m:
-                    a = ADMIN_RE.search(line)
-                    if a:
-                        self.admin_port = int(a.group(1))
-                    self.port = int(m.group(1))
+                if STARTUP_RE.search(line):
+                    for key, rx in PORT_RES.items():
+                        m = rx.search(line)
+                        if m:
+                            self.ports[key] = int(m.group(1))
                     ready.set()
+            self.exited.set()
             ready.set()
 
         threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(timeout) or not self.port:
+        if (not ready.wait(timeout) or not self.ports) and expect_ready:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "".join(self.lines))
         return self

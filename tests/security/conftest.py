@@ -1,98 +1,33 @@
 """Fixtures for the security tests: test-time certificates and keys, and a
-broker process that may listen on TLS only (its ports are read from the
-start-up line: `listening on pulsar://`, `tls on pulsar+ssl://`,
-`admin on http://`, `admin tls on https://`)."""
+broker process that may listen on TLS only (tests.conftest.BrokerProcess
+without its default listeners; the ports of `pulsar://`, `pulsar+ssl://`,
+`http://` and `https://` are read from the start-up line)."""
 from __future__ import annotations
 
 import base64
 import os
-import re
-import signal
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import jwt
+import pulsar
 import pytest
 
 from tests.conftest import BrokerProcess
 from tests.security.http import call
 from tests.security.pki import Pki, TokenKeys
 
-PORT_RES = {
-    "port": re.compile(r"listening on pulsar://[^ ,]+:(\d+)"),
-    "tls_port": re.compile(r"tls on pulsar\+ssl://[^ ,]+:(\d+)"),
-    "admin_port": re.compile(r"admin on http://[^ ,]+:(\d+)"),
-    "admin_tls_port": re.compile(r"admin tls on https://[^ ,]+:(\d+)"),
-}
-READY = re.compile(r"data in .*; authentication ")
 
+class SecureBroker(BrokerProcess):
+    """A broker given exactly `args`: no default plain ports or bind address."""
 
-class SecureBroker:
     def __init__(self, data_dir: Path, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.data_dir = data_dir
-        self.args = args
-        self.env = env or {}
-        self.proc: subprocess.Popen[str] | None = None
-        self.ports: dict[str, int] = {}
-        self.lines: list[str] = []
-        self.exited = threading.Event()
-
-    @property
-    def url(self) -> str:
-        return f"pulsar://127.0.0.1:{self.ports['port']}"
-
-    @property
-    def tls_url(self) -> str:
-        return f"pulsar+ssl://localhost:{self.ports['tls_port']}"
-
-    @property
-    def startup_line(self) -> str:
-        return next(line for line in self.lines if READY.search(line))
+        super().__init__(data_dir, env, args, default_listeners=False)
 
     def start(self, timeout: float = 30.0, expect_ready: bool = True) -> SecureBroker:
-        env = {**os.environ, "LETTERBOX_LOG_LEVEL": "INFO", **self.env}
-        cmd = [sys.executable, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir), *self.args]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert self.proc is not None and self.proc.stderr is not None
-            for line in self.proc.stderr:
-                self.lines.append(line)
-                if READY.search(line):
-                    for key, rx in PORT_RES.items():
-                        m = rx.search(line)
-                        if m:
-                            self.ports[key] = int(m.group(1))
-                    ready.set()
-            self.exited.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        ready.wait(timeout)
-        if expect_ready and not self.ports:
-            self.stop()
-            raise RuntimeError("broker did not start:\n" + self.log())
+        super().start(timeout, expect_ready)
         return self
-
-    def stop(self) -> int:
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def log(self) -> str:
-        return "".join(self.lines)
 
 
 @pytest.fixture(scope="session")
@@ -135,6 +70,17 @@ def tls_args(broker_cert: Any, pki: Pki, plain: bool = False) -> list[str]:
     ]
 
 
+def secured_tls_args(broker_cert: Any, pki: Pki, token_keys: TokenKeys, super_user: str) -> list[str]:
+    """Flags of a broker with TLS listeners only, token authentication (HS256 with
+    token_keys' secret) and authorization on, `super_user` its super user role."""
+    return [
+        *tls_args(broker_cert, pki),
+        "--authentication-enabled", "--authentication-providers", "token",
+        "--token-secret-key", f"file://{token_keys.secret_file}",
+        "--authorization-enabled", "--super-user-roles", super_user,
+    ]
+
+
 # --- sec-admin: a module-scoped broker with token authentication and authorization on
 # (plain ports), whose super user is `admin`; tokens for any role are signed with its key.
 SUPER_USER = "admin"
@@ -162,6 +108,22 @@ def secure_env(secret: bytes) -> dict[str, str]:
         "LETTERBOX_AUTHORIZATION_ENABLED": "true",
         "LETTERBOX_SUPER_USER_ROLES": SUPER_USER,
     }
+
+
+@pytest.fixture
+def role_client(secured: Secured) -> Iterator[Callable[[str], Any]]:
+    """pulsar.Client(secured broker, token of `role`), closed after the test."""
+    opened: list[pulsar.Client] = []
+
+    def make(role: str) -> pulsar.Client:
+        c = pulsar.Client(secured.broker.url, authentication=pulsar.AuthenticationToken(secured.token(role)),
+                          operation_timeout_seconds=10, logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/null"))
+        opened.append(c)
+        return c
+
+    yield make
+    for c in opened:
+        c.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 
 from letterbox.protocol import client_commands, pb
 from tests.conftest import _quiet_logger
+from tests.security.clients import official_client, round_trip
 from tests.security.conftest import SecureBroker
 from tests.security.http import call
 from tests.security.pki import TokenKeys
@@ -43,17 +44,11 @@ def auth_broker(tmp_path_factory: pytest.TempPathFactory, token_keys: TokenKeys,
 
 
 def _client(url: str, auth: Any) -> pulsar.Client:
-    return pulsar.Client(url, authentication=auth, operation_timeout_seconds=10,
-                         connection_timeout_ms=5000, logger=_quiet_logger())
+    return official_client(url, authentication=auth)
 
 
 def _round_trip(client: pulsar.Client, topic: str) -> None:
-    consumer = client.subscribe(topic, "s")
-    producer = client.create_producer(topic)
-    producer.send(b"hello")
-    msg = consumer.receive(10_000)
-    assert msg.data() == b"hello"
-    consumer.acknowledge(msg)
+    round_trip(client, topic, b"hello")
 
 
 def _refused_reason(port: int, method: str, data: bytes) -> str:

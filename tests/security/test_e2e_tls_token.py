@@ -16,20 +16,15 @@ from click.testing import CliRunner
 
 from letterbox.cli import main
 from tests.conftest import wait_until
-from tests.security.conftest import tls_args
+from tests.security.conftest import secured_tls_args
 from tests.security.pki import Pki, TokenKeys
 
 
 def test_produce_nack_dlq_redrive_over_tls_with_tokens(
     secure_broker: Any, broker_cert: Any, pki: Pki, token_keys: TokenKeys
 ) -> None:
-    broker = secure_broker([
-        *tls_args(broker_cert, pki),
-        "--authentication-enabled", "--authentication-providers", "token",
-        "--token-secret-key", f"file://{token_keys.secret_file}",
-        "--authorization-enabled", "--super-user-roles", "root",
-    ])
-    admin_url = f"https://localhost:{broker.ports['admin_tls_port']}"
+    broker = secure_broker(secured_tls_args(broker_cert, pki, token_keys, "root"))
+    admin_url = broker.admin_tls_url
     ca = str(pki.ca)
 
     def cli(role: str, *args: str) -> Any:

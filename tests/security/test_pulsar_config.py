@@ -6,10 +6,6 @@ create body may do what they were granted and nothing else, refusals are
 AuthorizationError naming role, action and topic."""
 from __future__ import annotations
 
-import json
-import ssl
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +13,9 @@ import pulsar
 import pytest
 
 from letterbox.protocol import client_commands, pb
-from tests.conftest import _quiet_logger
+from tests.security.clients import official_client, round_trip, trusting
 from tests.security.conftest import SecureBroker
+from tests.security.http import call
 from tests.security.pki import Pki, TokenKeys
 from tests.security.wire import T, Wire
 
@@ -77,42 +74,24 @@ def conf_broker(tmp_path_factory: pytest.TempPathFactory, pki: Pki, broker_cert:
     # the ports in the file are Pulsar's; flags rank above the file, so tests use free ones
     b = SecureBroker(root / "data", ["--pulsar-config", str(conf), "--broker-service-port-tls", "0",
                                      "--web-service-port-tls", "0"]).start()
-    admin = Admin(b, pki, token_keys.hs256("admin"))
-    assert admin.call("PUT", "/admin/v2/tenants/acme",
-                      {"adminRoles": [], "allowedClusters": ["standalone"]})[0] == 204
+    ctx, token = trusting(pki), token_keys.hs256("admin")
+
+    def admin(method: str, path: str, body: Any) -> int:
+        return call(b.admin_tls_url, method, path, body, token=token, context=ctx)[0]
+
+    assert admin("PUT", "/admin/v2/tenants/acme", {"adminRoles": [], "allowedClusters": ["standalone"]}) == 204
     policies = {"auth_policies": {"namespace_auth": {"alice": ["produce"], "bob": ["consume"],
                                                      "anonymous": ["produce", "consume"]}}}
-    assert admin.call("PUT", "/admin/v2/namespaces/acme/orders", policies)[0] == 204
-    assert admin.call("PUT", "/admin/v2/namespaces/acme/other", {})[0] == 204
+    assert admin("PUT", "/admin/v2/namespaces/acme/orders", policies) == 204
+    assert admin("PUT", "/admin/v2/namespaces/acme/other", {}) == 204
     yield b
     b.stop()
 
 
-class Admin:
-    """The admin API over https://, as the super user."""
-
-    def __init__(self, broker: SecureBroker, pki: Pki, token: str) -> None:
-        self.base = f"https://localhost:{broker.ports['admin_tls_port']}"
-        self.ctx = ssl.create_default_context(cafile=str(pki.ca))
-        self.token = token
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, str]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=10) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-
 def _client(b: SecureBroker, pki: Pki, auth: Any = None) -> pulsar.Client:
     kw = {"authentication": auth} if auth is not None else {}
-    return pulsar.Client(b.tls_url, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True,
-                         operation_timeout_seconds=10, logger=_quiet_logger(), **kw)
+    return official_client(b.tls_url, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True,
+                           connection_timeout_ms=10_000, **kw)
 
 
 def test_settings_from_the_pulsar_file(conf_broker: SecureBroker) -> None:
@@ -130,12 +109,7 @@ def test_settings_from_the_pulsar_file(conf_broker: SecureBroker) -> None:
 
 
 def _round_trip(client: pulsar.Client, topic: str) -> None:
-    consumer = client.subscribe(topic, "s")
-    producer = client.create_producer(topic)
-    producer.send(b"x")
-    msg = consumer.receive(10_000)
-    assert msg.data() == b"x"
-    consumer.acknowledge(msg)
+    round_trip(client, topic, b"x")
 
 
 @pytest.mark.parametrize("who", ["token", "tls-cert"])

@@ -7,7 +7,6 @@ role with consume only on the source namespace."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pulsar
@@ -31,18 +30,8 @@ def acme(secured: Secured) -> Secured:
 
 
 @pytest.fixture
-def clients(acme: Secured) -> Iterator[Any]:
-    opened: list[pulsar.Client] = []
-
-    def make(role: str) -> pulsar.Client:
-        c = pulsar.Client(acme.broker.url, authentication=pulsar.AuthenticationToken(acme.token(role)),
-                          operation_timeout_seconds=10, logger=pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/null"))
-        opened.append(c)
-        return c
-
-    yield make
-    for c in opened:
-        c.close()
+def clients(acme: Secured, role_client: Any) -> Any:
+    return role_client
 
 
 def _topic(ns: str) -> str:

@@ -4,49 +4,34 @@ has `consume` only on the namespace: the broker's own DLQ append is done as the
 broker, not as the consumer, so it needs no `produce` grant."""
 from __future__ import annotations
 
-import json
 import ssl
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pulsar
 import pytest
 
 from tests.conftest import _quiet_logger
-from tests.security.conftest import tls_args
+from tests.security.clients import trusting
+from tests.security.conftest import secured_tls_args
+from tests.security.http import call
 from tests.security.pki import Pki, TokenKeys
 
 DLQ_PROPS = {"letterbox.dlq.max_redeliveries": "2"}
 
 
 def _admin(base: str, ctx: ssl.SSLContext, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-            raw = resp.read().decode()
-            return resp.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    status, _, reply = call(base, method, path, body, token=token, context=ctx)
+    return status, reply
 
 
 @pytest.mark.slow
 def test_nack_dead_letter_redrive_with_tls_and_tokens(
     secure_broker: Any, pki: Pki, broker_cert: Any, token_keys: TokenKeys
 ) -> None:
-    b = secure_broker([
-        *tls_args(broker_cert, pki), "--advertised-address", "localhost",
-        "--authentication-enabled", "--authentication-providers", "token",
-        "--token-secret-key", f"file://{token_keys.secret_file}",
-        "--authorization-enabled", "--super-user-roles", "admin",
-    ])
-    base = f"https://localhost:{b.ports['admin_tls_port']}"
-    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    b = secure_broker([*secured_tls_args(broker_cert, pki, token_keys, "admin"), "--advertised-address", "localhost"])
+    base = b.admin_tls_url
+    ctx = trusting(pki)
     admin_token = token_keys.hs256("admin")
     assert _admin(base, ctx, admin_token, "PUT", "/admin/v2/tenants/acme",
                   {"adminRoles": [], "allowedClusters": ["standalone"]})[0] == 204

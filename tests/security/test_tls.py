@@ -15,22 +15,15 @@ import pulsar
 import pytest
 
 from tests.conftest import _quiet_logger
+from tests.security.clients import official_client, round_trip, trusting
 from tests.security.conftest import tls_args
 from tests.security.pki import Pki
 
-
-def _client(url: str, **kw: Any) -> pulsar.Client:
-    return pulsar.Client(url, operation_timeout_seconds=10, connection_timeout_ms=5000,
-                         logger=_quiet_logger(), **kw)
+_client = official_client
 
 
 def _round_trip(client: pulsar.Client, topic: str) -> None:
-    consumer = client.subscribe(topic, "s")
-    producer = client.create_producer(topic)
-    producer.send(b"over tls")
-    msg = consumer.receive(10_000)
-    assert msg.data() == b"over tls"
-    consumer.acknowledge(msg)
+    round_trip(client, topic, b"over tls")
 
 
 def test_tls_client_trusting_the_ca_produces_and_consumes(secure_broker: Any, pki: Pki, broker_cert: Any) -> None:
@@ -42,18 +35,18 @@ def test_tls_client_trusting_the_ca_produces_and_consumes(secure_broker: Any, pk
     finally:
         client.close()
     # the admin API answers over https:// with the same certificate
-    ctx = ssl.create_default_context(cafile=str(pki.ca))
-    url = f"https://localhost:{b.ports['admin_tls_port']}/admin/v2/tenants"
+    ctx = trusting(pki)
+    url = f"{b.admin_tls_url}/admin/v2/tenants"
     with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
         assert resp.status == 200
         assert "public" in resp.read().decode()
     # ... and its HTTP lookup names the TLS listener, so an https:// service URL works too
-    lookup = f"https://localhost:{b.ports['admin_tls_port']}/lookup/v2/topic/persistent/public/default/x"
+    lookup = f"{b.admin_tls_url}/lookup/v2/topic/persistent/public/default/x"
     with urllib.request.urlopen(lookup, context=ctx, timeout=10) as resp:
         urls = json.loads(resp.read())
     assert urls["brokerUrlTls"] == f"pulsar+ssl://localhost:{b.ports['tls_port']}"
-    assert urls["httpUrlTls"] == f"https://localhost:{b.ports['admin_tls_port']}"
-    http_client = _client(f"https://localhost:{b.ports['admin_tls_port']}", tls_trust_certs_file_path=str(pki.ca))
+    assert urls["httpUrlTls"] == f"{b.admin_tls_url}"
+    http_client = _client(f"{b.admin_tls_url}", tls_trust_certs_file_path=str(pki.ca))
     try:
         _round_trip(http_client, "tls-http-lookup")
     finally:
@@ -102,7 +95,7 @@ def test_mutual_tls_refuses_a_client_without_a_certificate(secure_broker: Any, p
     finally:
         client.close()
     # on the wire: the handshake (or the first read, with TLS 1.3) fails for want of a certificate
-    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    ctx = trusting(pki)
     raw = socket.create_connection(("127.0.0.1", b.ports["tls_port"]), timeout=10)
     with pytest.raises((ssl.SSLError, ConnectionResetError)), ctx.wrap_socket(
         raw, server_hostname="localhost"

@@ -15,9 +15,8 @@ from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import (
     AdminClient,
     AdminContext,
+    admin_command,
     admin_group_options,
-    output_option,
-    pass_admin,
 )
 from letterbox.cli.output import echo_json, fmt, key_values
 from letterbox.cli.params import (
@@ -49,18 +48,14 @@ def tenants() -> None:
     """List, show, create and delete tenants."""
 
 
-@tenants.command("list")
-@output_option
-@pass_admin
+@admin_command(tenants, "list")
 def tenants_list(a: AdminContext) -> None:
     """List tenants."""
     a.names(a.client.get_json("/admin/v2/tenants"))
 
 
-@tenants.command("get")
+@admin_command(tenants, "get")
 @click.argument("tenant")
-@output_option
-@pass_admin
 def tenants_get(a: AdminContext, tenant: str) -> None:
     """Show a tenant's admin roles and allowed clusters."""
     info = a.client.get_json(f"/admin/v2/tenants/{q(tenant)}")
@@ -75,12 +70,10 @@ def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
 
-@tenants.command("create")
+@admin_command(tenants, "create")
 @click.argument("tenant")
 @click.option("--admin-roles", "-r", help="Comma-separated admin roles.")
 @click.option("--allowed-clusters", "-c", help="Comma-separated clusters [the broker's cluster].")
-@output_option
-@pass_admin
 def tenants_create(a: AdminContext, tenant: str, admin_roles: str | None, allowed_clusters: str | None) -> None:
     """Create a tenant."""
     body: dict[str, list[str]] = {"adminRoles": _csv(admin_roles)}
@@ -90,10 +83,8 @@ def tenants_create(a: AdminContext, tenant: str, admin_roles: str | None, allowe
     a.done(f"Created tenant {tenant}", tenant=tenant)
 
 
-@tenants.command("delete")
+@admin_command(tenants, "delete")
 @click.argument("tenant")
-@output_option
-@pass_admin
 def tenants_delete(a: AdminContext, tenant: str) -> None:
     """Delete a tenant (it must have no namespaces)."""
     a.client.request("DELETE", f"/admin/v2/tenants/{q(tenant)}")
@@ -109,39 +100,28 @@ def namespaces() -> None:
     """
 
 
-@namespaces.command("list")
+@admin_command(namespaces, "list")
 @click.argument("tenant")
-@output_option
-@pass_admin
 def namespaces_list(a: AdminContext, tenant: str) -> None:
     """List the namespaces of TENANT."""
     a.names(a.client.get_json(f"/admin/v2/namespaces/{q(tenant)}"))
 
 
-@namespaces.command("create")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(namespaces, "create", "namespace", NAMESPACE)
 def namespaces_create(a: AdminContext, namespace: str) -> None:
     """Create NAMESPACE."""
     a.client.request("PUT", namespace_path(namespace))
     a.done(f"Created namespace {namespace}", namespace=namespace)
 
 
-@namespaces.command("delete")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(namespaces, "delete", "namespace", NAMESPACE)
 def namespaces_delete(a: AdminContext, namespace: str) -> None:
     """Delete NAMESPACE (it must have no topics)."""
     a.client.request("DELETE", namespace_path(namespace))
     a.done(f"Deleted namespace {namespace}", namespace=namespace)
 
 
-@namespaces.command("policies")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(namespaces, "policies", "namespace", NAMESPACE)
 def namespaces_policies(a: AdminContext, namespace: str) -> None:
     """Show the policies of NAMESPACE (deduplication, retention, TTL, ...)."""
     policies = a.client.get_json(namespace_path(namespace))
@@ -152,12 +132,9 @@ def namespaces_policies(a: AdminContext, namespace: str) -> None:
     key_values(dict(sorted((policies or {}).items())), nested=True)
 
 
-@namespaces.command("set-deduplication")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "set-deduplication", "namespace", NAMESPACE)
 @click.option("--enable/--disable", "-e/-d", "enable", default=None,
               help="Turn producer message deduplication on or off.")
-@output_option
-@pass_admin
 def namespaces_set_dedup(a: AdminContext, namespace: str, enable: bool | None) -> None:
     """Enable or disable message deduplication for NAMESPACE."""
     if enable is None:
@@ -168,15 +145,12 @@ def namespaces_set_dedup(a: AdminContext, namespace: str, enable: bool | None) -
            namespace=namespace, deduplicationEnabled=enable)
 
 
-@namespaces.command("set-retention")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "set-retention", "namespace", NAMESPACE)
 @click.option("--time", "-t", "retention_time", required=True,
               help="How long acknowledged messages are kept: 100m, 3h, 2d, 5w (seconds if no unit); "
                    "0 none, -1 forever.")
 @click.option("--size", "-s", "retention_size", required=True,
               help="How much is kept per topic: 10M, 16G, 3T (bytes if no unit); -1 no limit.")
-@output_option
-@pass_admin
 def namespaces_set_retention(a: AdminContext, namespace: str, retention_time: str,
                              retention_size: str) -> None:
     """Set the retention of acknowledged messages for NAMESPACE."""
@@ -191,12 +165,9 @@ def namespaces_set_retention(a: AdminContext, namespace: str, retention_time: st
            namespace=namespace, **body)
 
 
-@namespaces.command("set-message-ttl")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "set-message-ttl", "namespace", NAMESPACE)
 @click.option("--ttl", "-t", "ttl", required=True,
               help="Message time to live: seconds, or 10m, 1h, 3d; 0 turns TTL off.")
-@output_option
-@pass_admin
 def namespaces_set_ttl(a: AdminContext, namespace: str, ttl: str) -> None:
     """Set the message TTL of NAMESPACE (unacknowledged messages older than it expire)."""
     seconds = parse_duration_seconds(ttl, "'-t' / '--ttl'")
@@ -208,14 +179,11 @@ def namespaces_set_ttl(a: AdminContext, namespace: str, ttl: str) -> None:
 
 
 # --- letterbox extensions: dead-letter and backoff policies of a namespace ----------------
-@namespaces.command("set-dead-letter-policy")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "set-dead-letter-policy", "namespace", NAMESPACE)
 @click.option("--max-redeliver-count", "-c", type=click.IntRange(min=0), required=True,
               help="Redeliveries allowed before the broker dead-letters a message.")
 @click.option("--dead-letter-topic", "-t", help="Dead letter topic [<topic>-<subscription>-DLQ].")
 @click.option("--initial-subscription", "-i", help="Subscription created on the dead letter topic.")
-@output_option
-@pass_admin
 def namespaces_set_dlq(a: AdminContext, namespace: str, max_redeliver_count: int,
                        dead_letter_topic: str | None, initial_subscription: str | None) -> None:
     """Dead-letter policy for every subscription in NAMESPACE (letterbox extension)."""
@@ -229,13 +197,10 @@ def namespaces_set_dlq(a: AdminContext, namespace: str, max_redeliver_count: int
            namespace=namespace, deadLetterPolicy=body)
 
 
-@namespaces.command("set-redelivery-backoff")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "set-redelivery-backoff", "namespace", NAMESPACE)
 @click.option("--min-delay-ms", type=click.IntRange(min=0), required=True, help="First redelivery delay.")
 @click.option("--max-delay-ms", type=click.IntRange(min=0), help="Cap on the delay [60000].")
 @click.option("--multiplier", type=float, help="Growth per redelivery [2].")
-@output_option
-@pass_admin
 def namespaces_set_backoff(a: AdminContext, namespace: str, min_delay_ms: int,
                            max_delay_ms: int | None, multiplier: float | None) -> None:
     """Redelivery backoff for every subscription in NAMESPACE (letterbox extension)."""
@@ -258,11 +223,8 @@ _REMOVABLE = {
 }
 
 
-@namespaces.command("remove-policy")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(namespaces, "remove-policy", "namespace", NAMESPACE)
 @click.argument("policy", type=click.Choice(list(_REMOVABLE)))
-@output_option
-@pass_admin
 def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> None:
     """Remove one policy of NAMESPACE, back to the broker's default."""
     a.client.request("DELETE", namespace_path(namespace) + _REMOVABLE[policy])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from letterbox.cli.http import AdminContext, output_option, pass_admin
+from letterbox.cli.http import AdminContext, admin_command
 from letterbox.cli.output import echo_json
 from letterbox.cli.params import NAMESPACE, namespace_path, q
 
@@ -18,10 +18,7 @@ def register(namespaces: click.Group) -> None:
     namespaces.add_command(revoke_permission)
 
 
-@click.command("permissions")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(None, "permissions", "namespace", NAMESPACE)
 def permissions(a: AdminContext, namespace: str) -> None:
     """Show the roles granted on NAMESPACE and their actions."""
     grants = a.client.get_json(namespace_path(namespace) + "/permissions") or {}
@@ -40,12 +37,9 @@ def _actions(_ctx: click.Context, _param: click.Parameter, value: str) -> list[s
     return actions
 
 
-@click.command("grant-permission")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(None, "grant-permission", "namespace", NAMESPACE)
 @click.option("--role", required=True, help="The role to grant to.")
 @click.option("--actions", required=True, callback=_actions, help="Comma-separated: produce,consume,functions,...")
-@output_option
-@pass_admin
 def grant_permission(a: AdminContext, namespace: str, role: str, actions: list[str]) -> None:
     """Grant ROLE the ACTIONS on NAMESPACE (replaces what the role had)."""
     a.client.request("POST", f"{namespace_path(namespace)}/permissions/{q(role)}", actions)
@@ -53,11 +47,8 @@ def grant_permission(a: AdminContext, namespace: str, role: str, actions: list[s
            actions=actions)
 
 
-@click.command("revoke-permission")
-@click.argument("namespace", type=NAMESPACE)
+@admin_command(None, "revoke-permission", "namespace", NAMESPACE)
 @click.option("--role", required=True, help="The role whose permissions to revoke.")
-@output_option
-@pass_admin
 def revoke_permission(a: AdminContext, namespace: str, role: str) -> None:
     """Revoke every permission ROLE has on NAMESPACE."""
     a.client.request("DELETE", f"{namespace_path(namespace)}/permissions/{q(role)}")

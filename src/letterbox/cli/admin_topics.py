@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from letterbox.cli.http import AdminApiError, AdminContext, Response, output_option, pass_admin
+from letterbox.cli.http import AdminApiError, AdminContext, Response, admin_command
 from letterbox.cli.output import echo_json, key_values, payload_json, payload_text, table
 from letterbox.cli.params import (
     NAMESPACE,
@@ -49,30 +49,21 @@ def topics() -> None:
     """
 
 
-@topics.command("list")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(topics, "list", "namespace", NAMESPACE)
 def topics_list(a: AdminContext, namespace: str) -> None:
     """List the topics of NAMESPACE (persistent and non-persistent, partitions included)."""
     a.names(a.client.get_json(namespace_path(namespace) + "/topics", {"mode": "ALL"}))
 
 
-@topics.command("create")
-@click.argument("topic", type=TOPIC)
-@output_option
-@pass_admin
+@admin_command(topics, "create", "topic", TOPIC)
 def topics_create(a: AdminContext, topic: TopicName) -> None:
     """Create a non-partitioned topic."""
     a.client.request("PUT", topic_path(topic))
     a.done(f"Created topic {topic}", topic=str(topic))
 
 
-@topics.command("create-partitioned-topic")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "create-partitioned-topic", "topic", TOPIC)
 @click.option("--partitions", "-p", type=click.IntRange(min=1), required=True, help="Number of partitions.")
-@output_option
-@pass_admin
 def topics_create_partitioned(a: AdminContext, topic: TopicName, partitions: int) -> None:
     """Create a partitioned topic with N partitions."""
     a.client.request("PUT", topic_path(topic) + "/partitions", partitions)
@@ -80,22 +71,16 @@ def topics_create_partitioned(a: AdminContext, topic: TopicName, partitions: int
            topic=str(topic), partitions=partitions)
 
 
-@topics.command("delete")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "delete", "topic", TOPIC)
 @FORCE_OPTION
-@output_option
-@pass_admin
 def topics_delete(a: AdminContext, topic: TopicName, force: bool) -> None:
     """Delete a non-partitioned topic, its messages and subscriptions."""
     a.client.request("DELETE", topic_path(topic), query=_force_query(force))
     a.done(f"Deleted topic {topic}", topic=str(topic))
 
 
-@topics.command("delete-partitioned-topic")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "delete-partitioned-topic", "topic", TOPIC)
 @FORCE_OPTION
-@output_option
-@pass_admin
 def topics_delete_partitioned(a: AdminContext, topic: TopicName, force: bool) -> None:
     """Delete a partitioned topic and all its partitions."""
     a.client.request("DELETE", topic_path(topic) + "/partitions", query=_force_query(force))
@@ -128,10 +113,7 @@ def _print_stats(topic: TopicName, stats: dict[str, Any]) -> None:
         )
 
 
-@topics.command("stats")
-@click.argument("topic", type=TOPIC)
-@output_option
-@pass_admin
+@admin_command(topics, "stats", "topic", TOPIC)
 def topics_stats(a: AdminContext, topic: TopicName) -> None:
     """Rates, counters, storage, publishers and subscriptions of a topic."""
     stats = a.client.get_json(topic_path(topic) + "/stats")
@@ -141,12 +123,9 @@ def topics_stats(a: AdminContext, topic: TopicName) -> None:
         _print_stats(topic, stats or {})
 
 
-@topics.command("partitioned-stats")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "partitioned-stats", "topic", TOPIC)
 @click.option("--per-partition/--no-per-partition", default=True, show_default=True,
               help="Include each partition's stats.")
-@output_option
-@pass_admin
 def topics_partitioned_stats(a: AdminContext, topic: TopicName, per_partition: bool) -> None:
     """Stats of a partitioned topic, summed over its partitions."""
     stats = a.client.get_json(topic_path(topic) + "/partitioned-stats",
@@ -174,10 +153,7 @@ def _partition_index(name: str) -> int:
         return -1
 
 
-@topics.command("internal-stats")
-@click.argument("topic", type=TOPIC)
-@output_option
-@pass_admin
+@admin_command(topics, "internal-stats", "topic", TOPIC)
 def topics_internal_stats(a: AdminContext, topic: TopicName) -> None:
     """Storage-level stats: entries, ledgers and cursor positions."""
     stats = a.client.get_json(topic_path(topic) + "/internalStats") or {}
@@ -200,22 +176,16 @@ def _sub_path(topic: TopicName, sub: str) -> str:
     return f"{topic_path(topic)}/subscription/{q(sub)}"
 
 
-@topics.command("subscriptions")
-@click.argument("topic", type=TOPIC)
-@output_option
-@pass_admin
+@admin_command(topics, "subscriptions", "topic", TOPIC)
 def topics_subscriptions(a: AdminContext, topic: TopicName) -> None:
     """List the subscriptions of a topic."""
     a.names(a.client.get_json(topic_path(topic) + "/subscriptions"))
 
 
-@topics.command("create-subscription")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "create-subscription", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--messageId", "-m", "message_id", default="latest", show_default=True,
               help="Where the subscription starts: earliest, latest or LEDGER:ENTRY.")
-@output_option
-@pass_admin
 def topics_create_subscription(a: AdminContext, topic: TopicName, subscription: str, message_id: str) -> None:
     """Create a durable subscription at a position."""
     ledger, entry, partition = parse_message_id(message_id, "'-m' / '--messageId'")
@@ -225,24 +195,18 @@ def topics_create_subscription(a: AdminContext, topic: TopicName, subscription: 
            topic=str(topic), subscription=subscription, messageId=message_id)
 
 
-@topics.command("unsubscribe")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "unsubscribe", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--force", "-f", is_flag=True, help="Disconnect its consumers first.")
-@output_option
-@pass_admin
 def topics_unsubscribe(a: AdminContext, topic: TopicName, subscription: str, force: bool) -> None:
     """Delete a subscription and its cursor."""
     a.client.request("DELETE", _sub_path(topic, subscription), query=_force_query(force))
     a.done(f"Deleted subscription {subscription} on {topic}", topic=str(topic), subscription=subscription)
 
 
-@topics.command("skip")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "skip", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--count", "-n", type=click.IntRange(min=1), required=True, help="Messages to skip.")
-@output_option
-@pass_admin
 def topics_skip(a: AdminContext, topic: TopicName, subscription: str, count: int) -> None:
     """Skip (acknowledge) the next N messages of a subscription."""
     a.client.request("POST", f"{_sub_path(topic, subscription)}/skip/{count}")
@@ -250,11 +214,8 @@ def topics_skip(a: AdminContext, topic: TopicName, subscription: str, count: int
            topic=str(topic), subscription=subscription, skipped=count)
 
 
-@topics.command("clear-backlog")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "clear-backlog", "topic", TOPIC)
 @SUB_OPTION
-@output_option
-@pass_admin
 def topics_clear_backlog(a: AdminContext, topic: TopicName, subscription: str) -> None:
     """Skip every message in a subscription's backlog."""
     a.client.request("POST", f"{_sub_path(topic, subscription)}/skip_all")
@@ -262,13 +223,10 @@ def topics_clear_backlog(a: AdminContext, topic: TopicName, subscription: str) -
            topic=str(topic), subscription=subscription)
 
 
-@topics.command("reset-cursor")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "reset-cursor", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--time", "-t", "when", help=f"Reset to a point in time: {TIME_HELP}.")
 @click.option("--messageId", "-m", "message_id", help="Reset to a message: LEDGER:ENTRY, earliest or latest.")
-@output_option
-@pass_admin
 def topics_reset_cursor(a: AdminContext, topic: TopicName, subscription: str, when: str | None,
                         message_id: str | None) -> None:
     """Move a subscription's cursor to a point in time or to a message."""
@@ -289,13 +247,10 @@ def topics_reset_cursor(a: AdminContext, topic: TopicName, subscription: str, wh
            topic=str(topic), subscription=subscription, timestamp=timestamp)
 
 
-@topics.command("expire-messages")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "expire-messages", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--expireTime", "-t", "expire", required=True,
               help="Expire messages older than this: seconds, or 10m, 1h, 3d.")
-@output_option
-@pass_admin
 def topics_expire(a: AdminContext, topic: TopicName, subscription: str, expire: str) -> None:
     """Acknowledge a subscription's messages older than the given time."""
     seconds = parse_duration_seconds(expire, "'-t' / '--expireTime'")
@@ -351,13 +306,10 @@ def _show_messages(a: AdminContext, messages: list[PeekedMessage]) -> None:
         m.echo()
 
 
-@topics.command("peek-messages")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "peek-messages", "topic", TOPIC)
 @SUB_OPTION
 @click.option("--count", "-n", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many messages to peek.")
-@output_option
-@pass_admin
 def topics_peek(a: AdminContext, topic: TopicName, subscription: str, count: int) -> None:
     """Show the next messages of a subscription without consuming them."""
     messages: list[PeekedMessage] = []
@@ -372,26 +324,20 @@ def topics_peek(a: AdminContext, topic: TopicName, subscription: str, count: int
     _show_messages(a, messages)
 
 
-@topics.command("get-message-by-id")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "get-message-by-id", "topic", TOPIC)
 @click.option("--ledgerId", "-l", "ledger", type=int, required=True, help="Ledger id of the message.")
 @click.option("--entryId", "-e", "entry", type=int, required=True, help="Entry id of the message.")
-@output_option
-@pass_admin
 def topics_get_message(a: AdminContext, topic: TopicName, ledger: int, entry: int) -> None:
     """Show one message by its ledger and entry id."""
     resp = a.client.request("GET", f"{topic_path(topic)}/ledger/{ledger}/entry/{entry}")
     _show_messages(a, [PeekedMessage.from_response(resp)])
 
 
-@topics.command("examine-message")
-@click.argument("topic", type=TOPIC)
+@admin_command(topics, "examine-message", "topic", TOPIC)
 @click.option("--initialPosition", "-i", "initial", type=click.Choice(["earliest", "latest"]),
               default="latest", show_default=True, help="Count from the first or the last message.")
 @click.option("--messagePosition", "-m", "position", type=click.IntRange(min=1), default=1,
               show_default=True, help="1 is the first (or last) message.")
-@output_option
-@pass_admin
 def topics_examine(a: AdminContext, topic: TopicName, initial: str, position: int) -> None:
     """Show the n-th message from the start or the end of a topic."""
     resp = a.client.request("GET", f"{topic_path(topic)}/examinemessage",

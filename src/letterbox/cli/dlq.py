@@ -27,9 +27,8 @@ from letterbox.cli.http import (
     HTTP_TIMEOUT,
     AdminClient,
     AdminContext,
+    admin_command,
     admin_group_options,
-    output_option,
-    pass_admin,
 )
 from letterbox.cli.output import echo_json, format_epoch_ms, properties_text, table
 from letterbox.cli.params import (
@@ -108,10 +107,7 @@ def _describe(body: dict[str, Any]) -> str:
     return f" matching {', '.join(parts)}" if parts else ""
 
 
-@dlq.command("list")
-@click.argument("namespace", type=NAMESPACE)
-@output_option
-@pass_admin
+@admin_command(dlq, "list", "namespace", NAMESPACE)
 def dlq_list(a: AdminContext, namespace: str) -> None:
     """List the dead letter topics of NAMESPACE with message counts by reason and source."""
     topics: list[dict[str, Any]] = a.client.get_json(namespace_path(namespace) + "/letterbox/deadLetterTopics") or []
@@ -126,13 +122,10 @@ def dlq_list(a: AdminContext, namespace: str) -> None:
             properties_text(t.get("sourceTopics") or {})] for t in topics])
 
 
-@dlq.command("peek")
-@click.argument("dlq_topic", type=TOPIC)
+@admin_command(dlq, "peek", "dlq_topic", TOPIC)
 @click.option("--count", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many dead letters to show (oldest first).")
 @click.option("--reason", "-r", help="Only dead letters with this reason.")
-@output_option
-@pass_admin
 def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | None) -> None:
     """Show dead letters: id, key, why and when they failed, properties and payload."""
     query = {"limit": str(count)}
@@ -165,16 +158,13 @@ class _NoBar:
         pass
 
 
-@dlq.command("redrive")
-@click.argument("dlq_topic", type=TOPIC)
+@admin_command(dlq, "redrive", "dlq_topic", TOPIC)
 @click.option("--to", "target", type=TOPIC,
               help="Move to this topic instead of each message's REAL_TOPIC.")
 @_filter_options
 @click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many messages.")
 @click.option("--rate", type=click.FloatRange(min=1, max=100_000),
               help="At most this many messages a second (1 to 100,000).")
-@output_option
-@pass_admin
 def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None, reason: str | None,
                 properties: tuple[tuple[str, str], ...], since: str | None, until: str | None,
                 max_messages: int | None, dry_run: bool, rate: float | None) -> None:
@@ -233,10 +223,7 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
              {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False})
 
 
-@dlq.command("redrive-cancel")
-@click.argument("dlq_topic", type=TOPIC)
-@output_option
-@pass_admin
+@admin_command(dlq, "redrive-cancel", "dlq_topic", TOPIC)
 def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName) -> None:
     """Stop the redrive running on DLQ_TOPIC (started by this or another client).
 
@@ -246,12 +233,9 @@ def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName) -> None:
     a.report(f"Cancelled the redrive running on {dlq_topic}", {"cancelled": True})
 
 
-@dlq.command("purge")
-@click.argument("dlq_topic", type=TOPIC)
+@admin_command(dlq, "purge", "dlq_topic", TOPIC)
 @_filter_options
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-@output_option
-@pass_admin
 def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, properties: tuple[tuple[str, str], ...],
               since: str | None, until: str | None, dry_run: bool, yes: bool) -> None:
     """Delete dead letters for good (all, or those matching the filters)."""

@@ -15,6 +15,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +174,23 @@ output_option = click.option(
     "--output", "-o", type=OUTPUT_CHOICE, default=None, expose_value=False, callback=_set_output,
     is_eager=False, help="human (default) or json; same as the group's --output.",
 )
+
+
+def admin_command(group: click.Group | None, name: str, argument: str | None = None,
+                  argument_type: Any = None) -> Callable[[Callable[..., Any]], click.Command]:
+    """The decorators every admin call command carries, in one: command `name` of `group`
+    (a free command when None), its ARGUMENT, the options written below this decorator,
+    then --output; the function gets the AdminContext first."""
+
+    def decorate(f: Callable[..., Any]) -> click.Command:
+        f = output_option(pass_admin(f))
+        params: list[click.Parameter] = f.__click_params__  # type: ignore[attr-defined]
+        params.insert(0, params.pop())  # --output after the options written below
+        if argument is not None:
+            f = click.argument(argument, type=argument_type)(f)
+        return (group.command if group is not None else click.command)(name)(f)
+
+    return decorate
 
 
 def _check_admin_url(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
