@@ -71,6 +71,10 @@ class ProducerBusy(LetterboxError):
     code = ServerError.ProducerBusy
 
 
+class ProducerFenced(LetterboxError):
+    code = ServerError.ProducerFenced
+
+
 class NotAllowed(LetterboxError):
     code = ServerError.NotAllowedError
 

@@ -31,7 +31,7 @@ def _round_trip(client: pulsar.Client, topic: str, producer: pulsar.Producer, bo
 def test_exclusive_refused_while_another_producer_exists(client: pulsar.Client) -> None:
     topic = topic_name()
     shared = client.create_producer(topic, access_mode=Mode.Shared)
-    with pytest.raises(pulsar.ProducerBusy):
+    with pytest.raises(pulsar.ProducerFenced):  # as Pulsar: an Exclusive producer is fenced
         client.create_producer(topic, access_mode=Mode.Exclusive)
     shared.send(b"still-works")
     shared.close()
@@ -45,7 +45,7 @@ def test_shared_refused_while_exclusive_producer_exists(client: pulsar.Client) -
     exclusive = client.create_producer(topic, access_mode=Mode.Exclusive)
     with pytest.raises(pulsar.ProducerBusy):
         client.create_producer(topic, access_mode=Mode.Shared)
-    with pytest.raises(pulsar.ProducerBusy):
+    with pytest.raises(pulsar.ProducerFenced):
         client.create_producer(topic, access_mode=Mode.Exclusive)
     _round_trip(client, topic, exclusive, b"exclusive-still-works")
     exclusive.close()

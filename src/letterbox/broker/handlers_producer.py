@@ -71,7 +71,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
             topic.subscription_for(c.initial_subscription_name, True, "earliest", None)
     if c.HasField("schema"):
         service.put_schema(name, c.schema.SerializeToString())
-    wait = topic.add_producer(producer)
+    wait = topic.add_producer(producer, c.topic_epoch if c.HasField("topic_epoch") else None)
     if wait is None:
         cnx.producers[pid] = producer
         cnx.write(_success(cnx, rid, producer))
@@ -85,6 +85,11 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
         if fut.cancelled() or cnx.closed:
             topic.remove_producer(producer)
             return
+        failure = fut.exception()
+        if isinstance(failure, LetterboxError):  # fenced out by an ExclusiveWithFencing producer
+            producer.closed = True
+            cnx.write(commands.error(rid, failure.code, failure.message))
+            return
         cnx.producers[pid] = producer
         cnx.write(_success(cnx, rid, producer))
 
@@ -93,8 +98,10 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
 
 def _success(cnx: ServerCnx, rid: int, p: Producer, ready: bool = True) -> bytes:
     version = commands.schema_version(0) if cnx.service.get_schema(p.topic.name) else b""
+    epoch = p.topic_epoch if p.topic_epoch is not None else p.topic.topic_epoch
     return commands.producer_success(
-        rid, p.name, p.highest_sequence_pushed, version, producer_ready=ready
+        rid, p.name, p.highest_sequence_pushed, version, topic_epoch=epoch if ready else None,
+        producer_ready=ready,
     )
 
 

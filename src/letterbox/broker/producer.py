@@ -33,3 +33,6 @@ class Producer:
     bytes_in: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
     closed: bool = False
+    # the topic epoch this producer was granted (exclusive modes), sent back to the client,
+    # which presents it again when it reconnects
+    topic_epoch: int | None = None

@@ -19,7 +19,7 @@ from letterbox.broker.producer import (
     Producer,
 )
 from letterbox.broker.subscription import Subscription
-from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy
+from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
@@ -42,31 +42,69 @@ class Topic:
         self.msg_in = 0
         self.bytes_in = 0
         self.schema: bytes | None = None
+        # raised each time an exclusive producer takes the topic (kept in memory only)
+        self.topic_epoch: int | None = None
 
-    def add_producer(self, producer: Producer) -> asyncio.Future[None] | None:
-        """Attach a producer. Returns a future when it must wait for exclusivity."""
+    def add_producer(self, producer: Producer, client_epoch: int | None = None) -> asyncio.Future[None] | None:
+        """Attach a producer. Returns a future when it must wait for exclusivity.
+        As Pulsar: Shared is ProducerBusy beside an exclusive producer (or a queued one);
+        Exclusive is ProducerFenced beside any producer; ExclusiveWithFencing closes every
+        producer (CLOSE_PRODUCER) and fails queued WaitForExclusive producers, then takes
+        over. A reconnecting exclusive producer whose `client_epoch` is older than the
+        topic's was fenced meanwhile and is refused with ProducerFenced."""
         mode = producer.access_mode
-        exclusive_holder = next((p for p in self.producers if p.access_mode != SHARED), None)
+        holder = next((p for p in self.producers if p.access_mode != SHARED), None)
         if mode == SHARED:
-            if exclusive_holder is not None:
-                raise ProducerBusy(
-                    f"Topic {self.name} has an exclusive producer {exclusive_holder.name!r}; "
-                    "a Shared producer cannot attach"
-                )
-        elif mode in (EXCLUSIVE, EXCLUSIVE_WITH_FENCING):
+            if holder is not None or self._exclusive_waiters:
+                owner = holder.name if holder is not None else self._exclusive_waiters[0][0].name
+                raise ProducerBusy(f"Topic {self.name} has an existing exclusive producer: {owner}")
+        elif mode == EXCLUSIVE:
+            if holder is not None or self._exclusive_waiters:
+                owner = holder.name if holder is not None else self._exclusive_waiters[0][0].name
+                raise ProducerFenced(f"Topic {self.name} has an existing exclusive producer: {owner}")
             if self.producers:
-                raise ProducerBusy(
-                    f"Topic {self.name} already has {len(self.producers)} producer(s); "
-                    "an Exclusive producer needs the topic to itself"
-                )
-        elif mode == WAIT_FOR_EXCLUSIVE and self.producers:
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._exclusive_waiters.append((producer, fut))
-            return fut
+                raise ProducerFenced(f"Topic {self.name} has existing shared producers")
+            self._check_epoch(client_epoch)
+        elif mode == EXCLUSIVE_WITH_FENCING:
+            self._check_epoch(client_epoch)  # a fenced producer coming back does not fence its successor
+            self._fence_everyone()
+        elif mode == WAIT_FOR_EXCLUSIVE:
+            if self.producers:
+                fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._exclusive_waiters.append((producer, fut))
+                return fut
+            self._check_epoch(client_epoch)
         if any(p.name == producer.name for p in self.producers):
             raise ProducerBusy(f"Producer with name {producer.name!r} is already connected to topic {self.name}")
         self.producers.append(producer)
+        if mode != SHARED:
+            self._grant_epoch(producer, client_epoch)
         return None
+
+    def _check_epoch(self, client_epoch: int | None) -> None:
+        if client_epoch is not None and self.topic_epoch is not None and client_epoch < self.topic_epoch:
+            raise ProducerFenced(
+                f"Topic {self.name} epoch has already moved. Current epoch: {self.topic_epoch}, "
+                f"Producer epoch: {client_epoch}"
+            )
+
+    def _grant_epoch(self, producer: Producer, client_epoch: int | None) -> None:
+        if client_epoch is None:
+            client_epoch = 0 if self.topic_epoch is None else self.topic_epoch + 1
+        self.topic_epoch = producer.topic_epoch = client_epoch
+
+    def _fence_everyone(self) -> None:
+        """ExclusiveWithFencing: queued producers fail, connected ones are closed."""
+        from letterbox.protocol import commands
+
+        waiters, self._exclusive_waiters = self._exclusive_waiters, []
+        for _p, fut in waiters:
+            if not fut.done():
+                fut.set_exception(ProducerFenced(f"Fenced out of topic {self.name}"))
+        for producer in list(self.producers):
+            producer.cnx.write(commands.close_producer(producer.producer_id))
+            producer.cnx.producers.pop(producer.producer_id, None)
+            self.remove_producer(producer)
 
     def remove_producer(self, producer: Producer) -> None:
         producer.closed = True
@@ -76,9 +114,9 @@ class Topic:
         if not self.producers and self._exclusive_waiters:
             p, fut = self._exclusive_waiters.pop(0)
             self.producers.append(p)
+            self._grant_epoch(p, None)
             if not fut.done():
                 fut.set_result(None)
-
 
     # --- admin ---------------------------------------------------------------
     def client_count(self) -> int:
