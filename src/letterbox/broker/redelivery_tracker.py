@@ -10,8 +10,10 @@
 #                   held again until t instead of being sent at once
 #   DeadLetter   -> moved to the dead letter topic (dead_letter_router.py); if
 #                   the move fails the message stays unacked and is queued again
-# Invariants: counts are incremented and made durable before the message can
-# be delivered again; an outcome computed before a seek (`epoch`) is dropped.
+# Invariants: after a nack round, counts are incremented and made durable
+# before the messages can be delivered again (on degraded storage they are
+# kept in memory and written once the store can); an outcome computed before
+# a seek (`epoch`) is dropped.
 from __future__ import annotations
 
 import asyncio
