@@ -6,6 +6,8 @@ create/update/delete are super-user calls, as in Pulsar. Each test was seen
 failing before its fix (the write went through)."""
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pulsar
@@ -83,3 +85,30 @@ def test_tenants_are_created_changed_and_deleted_by_super_users_only(tenants: Se
     assert tenants.admin("GET", "/admin/v2/tenants/acme", role="acme-admin") == (200, {
         "adminRoles": ["acme-admin"], "allowedClusters": tenants.admin("GET", "/admin/v2/tenants/acme")[1][
             "allowedClusters"]})
+
+
+def test_redrive_rechecks_each_message_it_moves(tenants: Secured, client_as: Any) -> None:
+    """A message planted in the DLQ while a slow redrive runs, naming a REAL_TOPIC the
+    caller may not write, stays in the DLQ; the allowed ones move."""
+    dlq, own = "persistent://acme/orders/r-s-DLQ", "persistent://acme/orders/r"
+    victim = "persistent://bank/pay/victim-during-redrive"
+    producer = client_as("admin").create_producer(dlq)
+    for i in range(3):
+        producer.send(b"ok-%d" % i, properties={"REAL_TOPIC": own, "DEAD_LETTER_REASON": "test"})
+    path = "/admin/v2/persistent/acme/orders/r-s-DLQ/letterbox/redrive"
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.update(
+        reply=tenants.admin("POST", path, {"ratePerSecond": 1}, role="acme-admin")))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while tenants.admin("POST", path, {"dryRun": True}, role="acme-admin")[0] != 409:  # running
+        assert time.monotonic() < deadline and worker.is_alive(), "the redrive never ran"
+        time.sleep(0.02)
+    producer.send(b"planted", properties={"REAL_TOPIC": victim, "DEAD_LETTER_REASON": "test"})
+    producer.close()
+    worker.join(30)
+    status, reply = result["reply"]
+    assert status == 200 and reply["moved"] == 3 and reply["remaining"] == 0, reply
+    assert tenants.admin("GET", "/admin/v2/persistent/bank/pay/victim-during-redrive/stats")[0] == 404  # nothing written
+    status, reply = tenants.admin("POST", path, {"dryRun": True})  # the super user sees it left behind
+    assert status == 200 and reply["matched"] == 1, reply

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +173,9 @@ class DeadLetterRoutes:
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
         await self._check_targets(request, dlq, req)
+        authz, role = self.admin.service.authorization, request.get("role")
+        if authz.enabled and not authz.is_super_user(role):
+            req = dataclasses.replace(req, may_write=lambda t: authz.can_produce(role, t))
         try:
             result = await rd.redrive(dlq, req)
         except rd.RedriveRunning as exc:
@@ -185,8 +189,9 @@ class DeadLetterRoutes:
     async def _check_targets(self, request: web.Request, dlq: PersistentTopic, req: rd.RedriveRequest) -> None:
         """A redrive appends to its target, or to each message's REAL_TOPIC (a property any
         producer on the DLQ could have set): the caller must be allowed to produce on every
-        one. (Checked before the redrive runs; a message arriving in the DLQ meanwhile with
-        another REAL_TOPIC is not re-checked.)"""
+        one. Checked here before the redrive runs (403 for the whole request) and again per
+        message while it runs (RedriveRequest.may_write): a message arriving in the DLQ
+        meanwhile with a REAL_TOPIC the caller may not write stays in the DLQ."""
         authz, role = self.admin.service.authorization, request.get("role")
         if not authz.enabled or authz.is_super_user(role):
             return

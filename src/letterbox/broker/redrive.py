@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,9 @@ class RedriveRequest:
     max_messages: int | None = None
     rate_per_second: float | None = None
     dry_run: bool = False
+    # the caller's right to write a target, asked per message as it moves (a message that
+    # arrives during the redrive with another REAL_TOPIC is checked too); None: no check
+    may_write: Callable[[TopicName], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,10 +123,16 @@ def _lock(topic: PersistentTopic) -> asyncio.Lock:
 
 
 def _target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
+    """Where `dl` goes: the request's target or its REAL_TOPIC; None when it has none
+    or the caller may not write there (it then stays in the DLQ)."""
     if req.target is not None:
-        return req.target
-    real = dl.properties.get(REAL_TOPIC)
-    return TopicName.parse(real) if real else None
+        target: TopicName | None = req.target
+    else:
+        real = dl.properties.get(REAL_TOPIC)
+        target = TopicName.parse(real) if real else None
+    if target is not None and req.may_write is not None and not req.may_write(target):
+        return None
+    return target
 
 
 def _matching(topic: PersistentTopic, flt: DeadLetterFilter, redrive: RedriveRequest | None,
@@ -234,24 +243,26 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
     async with service.store.transaction() as txn:
         await txn.lock(cursor)
         chunk: list[DeadLetter] = []
+        names: list[TopicName] = []  # each message's target, decided once
         for dl in _matching(topic, req.filter, req, resume):
+            name = _target_of(dl, req)
+            assert name is not None  # _matching keeps only messages with a target
             chunk.append(dl)
+            names.append(name)
             if len(chunk) >= size:
                 break
         if not chunk:
             return 0, resume
         targets: dict[str, PersistentTopic] = {}
-        for dl in chunk:
-            name = _target_of(dl, req)
-            assert name is not None
+        for name in names:
             if str(name) not in targets:
                 if name == topic.name:
                     raise NotAllowed(f"cannot redrive {topic.name} into itself")
                 targets[str(name)] = service.persistent_topic(name, create=True)
         producer_name = f"{topic.name}-letterbox-redrive"
         now = int(time.time() * 1000)
-        for dl in chunk:
-            target = targets[str(_target_of(dl, req))]
+        for dl, name in zip(chunk, names, strict=True):
+            target = targets[str(name)]
             data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now)
             txn.append(target.ledger, data, 1, now)
         _mark_handled(txn, cursor, chunk)
