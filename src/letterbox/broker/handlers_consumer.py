@@ -290,7 +290,10 @@ def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
             meta = parse_entry_metadata(entry.data)
             if meta.HasField("num_messages_in_batch"):
                 batch_index = meta.num_messages_in_batch - 1
-    md = sub.cursor.mark_delete if sub.durable else None
+    # every cursor has a mark-delete position, a reader's too (as Pulsar answers): the
+    # client compares it with the last id for has_message_available() after a seek or
+    # when it started at latest
+    md = sub.cursor.mark_delete
     cnx.write(
         commands.get_last_message_id_response(
             c.request_id,
