@@ -220,3 +220,23 @@ def test_client_send_subscribe_flow_ack() -> None:
 )
 def test_other_client_commands(raw: bytes, expected: int) -> None:
     assert decode(raw)[0].type == expected
+
+
+U64 = (1 << 64) - 1
+_IDS = [0, 1, 127, 128, 300, 16_383, 16_384, 2**31, 2**32 + 5, 2**63, U64]
+
+
+@pytest.mark.parametrize("highest", [None, 0, 1, 2**40, U64])
+@pytest.mark.parametrize("value", _IDS)
+def test_send_receipt_bytes_equal_protobuf_serialization(value: int, highest: int | None) -> None:
+    """send_receipt writes its fields by hand; the bytes must be protobuf's own."""
+    for pid, seq, ledger, entry in ((value, 7, 3, value), (1, value, value, 0), (value, value, value, value)):
+        body = pb.CommandSendReceipt(
+            producer_id=pid, sequence_id=seq, message_id=pb.MessageIdData(ledgerId=ledger, entryId=entry),
+            highest_sequence_id=highest,
+        )
+        expected = T(type=T.SEND_RECEIPT, send_receipt=body).SerializeToString()
+        raw = commands.send_receipt(pid, seq, ledger, entry, highest)
+        assert raw[8:] == expected
+        assert raw[:4] == (len(expected) + 4).to_bytes(4, "big")
+        assert raw[4:8] == len(expected).to_bytes(4, "big")

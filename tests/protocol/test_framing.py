@@ -22,6 +22,7 @@ from letterbox.protocol import (
     encode_payload_command,
     parse_entry_metadata,
     parse_headers_and_payload,
+    parse_send_payload,
     pb,
 )
 
@@ -239,3 +240,39 @@ def test_decoder_throughput() -> None:
         assert got == 500, chunk_start
     rate = n / (time.perf_counter() - start)
     assert rate > 100_000, f"{rate:.0f} frames/s"
+
+
+def _send_payloads() -> list[bytes]:
+    hp = build_headers_and_payload(_meta(), b"hello")
+    meta_bytes = _meta().SerializeToString()
+    bad_crc = bytearray(hp)
+    bad_crc[-1] ^= 0xFF
+    bem = pb.BrokerEntryMetadata(index=5).SerializeToString()
+    return [
+        hp,
+        build_headers_and_payload(_meta(), b""),
+        struct.pack(">I", len(meta_bytes)) + meta_bytes + b"x",  # no checksum
+        bytes(bad_crc),
+        b"\x0e\x02" + struct.pack(">I", len(bem)) + bem + hp,
+        hp[:4],  # truncated checksum
+        hp[:8],  # truncated metadata size
+        hp[:12],  # metadata overruns
+        hp[:6] + struct.pack(">I", 3) + b"\xff\xff\xff",  # unparsable metadata
+        b"\x0e\x02\x00",
+    ]
+
+
+@pytest.mark.parametrize("hp", _send_payloads())
+def test_parse_send_payload_agrees_with_parse_headers_and_payload(hp: bytes) -> None:
+    """The SEND path's copy-free parse reads every payload as the general parser does."""
+    try:
+        expected = parse_headers_and_payload(hp)
+    except MalformedFrame as exc:
+        with pytest.raises(MalformedFrame) as got:
+            parse_send_payload(hp)
+        assert str(got.value) == str(exc)
+        return
+    meta, payload, checksum_ok = parse_send_payload(hp)
+    assert meta == expected.metadata
+    assert bytes(payload) == expected.payload
+    assert checksum_ok == expected.checksum_ok

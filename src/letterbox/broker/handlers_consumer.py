@@ -174,7 +174,7 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
             m = ids[0]
             sub.ack_cumulative(consumer, m.entryId, list(m.ack_set) or None)
     else:
-        sub.ack_individual(consumer, [(m.entryId, list(m.ack_set) or None) for m in ids])
+        sub.ack_individual(consumer, [(m.entryId, list(m.ack_set) if len(m.ack_set) else None) for m in ids])
     if c.HasField("request_id"):
         rid = c.request_id
 

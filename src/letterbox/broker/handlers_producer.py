@@ -17,7 +17,8 @@ from letterbox.broker.namespace_limits import check_new_subscription, check_new_
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
-from letterbox.protocol import MalformedFrame, commands, parse_headers_and_payload, pb
+from letterbox.protocol import MalformedFrame, commands, pb
+from letterbox.protocol.framing import parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
 from letterbox.storage.errors import StorageError, is_storage_fault
 from letterbox.topic_name import TopicName
@@ -115,21 +116,20 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     if hp is None:
         raise NotAllowed("SEND without a message payload")
     try:
-        parsed = parse_headers_and_payload(hp)
+        meta, payload, checksum_ok = parse_send_payload(hp)
     except MalformedFrame as exc:
         raise LetterboxError(f"malformed message: {exc}") from None
-    if not parsed.checksum_ok:
+    if not checksum_ok:
         raise LetterboxError(
             "message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError
         )
     max_size = cnx.service.config.max_message_size
-    if len(parsed.payload) > max_size:
-        raise NotAllowed(f"message of {len(parsed.payload)} bytes exceeds the maximum of {max_size} bytes")
-    meta = parsed.metadata
+    if len(payload) > max_size:
+        raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
     declared = c.num_messages if c.HasField("num_messages") else None
     if producer.checking is None and needs_expanding(meta) <= OFF_LOOP_BYTES:
         try:
-            num = check_message(declared, meta, parsed.payload, max_size)
+            num = check_message(declared, meta, payload, max_size)
         except InvalidMessage as exc:
             _refuse(cnx, producer, c.sequence_id, exc)
             return
@@ -137,7 +137,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         return
     # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
     cnx.guard.publish_started(len(hp))
-    task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, parsed.payload, meta))
+    task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, payload, meta))
     producer.checking = task
     cnx.service.track(task)
 
@@ -147,7 +147,7 @@ async def _check_off_loop(
     producer: Producer,
     before: asyncio.Future[None] | None,
     frame: Frame,
-    payload: bytes,
+    payload: memoryview,
     meta: pb.MessageMetadata,
 ) -> None:
     """Check a SEND in a worker thread (after the producer's earlier checks), then publish it."""
@@ -193,8 +193,7 @@ def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, n
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
     cnx.guard.publish_started(len(hp))
-    fut.add_done_callback(lambda _f: cnx.guard.publish_done(len(hp)))
-    _chain(cnx, producer, fut, seq, highest)
+    _chain(cnx, producer, fut, seq, highest, len(hp))
 
 
 def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
@@ -224,15 +223,19 @@ def _in_order(p: Producer, write: Callable[[], None]) -> None:
 
 
 def _chain(
-    cnx: ServerCnx, p: Producer, fut: asyncio.Future[Position] | None, seq: int, highest: int | None
+    cnx: ServerCnx, p: Producer, fut: asyncio.Future[Position] | None, seq: int, highest: int | None,
+    pending_bytes: int = 0,
 ) -> None:
-    """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts."""
+    """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts;
+    `pending_bytes` are given back to the connection's backpressure guard once `fut` is done
+    (in the same callback: one loop callback per SEND)."""
     if fut is None:
         # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
         _in_order(p, lambda: cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
         return
 
     def on_durable(f: asyncio.Future[Position]) -> None:
+        cnx.guard.publish_done(pending_bytes)
         if f.cancelled() or f.exception() is not None:
             err = f.exception() if not f.cancelled() else None
             # a storage fault is logged once by the store (degraded); a resend must not be

@@ -22,6 +22,7 @@ from letterbox.protocol.framing import (
     encode_payload_command,
     parse_entry_metadata,
     parse_headers_and_payload,
+    parse_send_payload,
 )
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "iter_single_messages",
     "parse_entry_metadata",
     "parse_headers_and_payload",
+    "parse_send_payload",
     "pb",
 ]

@@ -57,7 +57,7 @@ def build_batch_payload(messages: Iterable[tuple[pb.SingleMessageMetadata, bytes
     return b"".join(parts)
 
 
-def count_batch_entries(payload: bytes, claimed: int) -> None:
+def count_batch_entries(payload: bytes | memoryview, claimed: int) -> None:
     """Check that `payload` holds exactly `claimed` messages and nothing after
     them, without copying any message body. Raises MalformedFrame saying what
     the payload really holds."""

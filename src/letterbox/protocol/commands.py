@@ -108,6 +108,21 @@ def producer_success(
     return encode_command(T(type=T.PRODUCER_SUCCESS, producer_success=body))
 
 
+def _varint(value: int) -> bytes:
+    """Protobuf base-128 varint of an unsigned 64-bit value."""
+    if value < 0x80:
+        return _BYTE[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def send_receipt(
     producer_id: int,
     sequence_id: int,
@@ -115,13 +130,20 @@ def send_receipt(
     entry_id: int,
     highest_sequence_id: int | None = None,
 ) -> bytes:
-    body = pb.CommandSendReceipt(
-        producer_id=producer_id,
-        sequence_id=sequence_id,
-        message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id),
-        highest_sequence_id=highest_sequence_id,
-    )
-    return encode_command(T(type=T.SEND_RECEIPT, send_receipt=body))
+    """SEND_RECEIPT written field by field (one per durable SEND: no protobuf objects);
+    the bytes equal what protobuf serializes for the same command (tested)."""
+    msg_id = b"".join((b"\x08", _varint(ledger_id), b"\x10", _varint(entry_id)))
+    parts = [b"\x08", _varint(producer_id), b"\x10", _varint(sequence_id), b"\x1a", _varint(len(msg_id)), msg_id]
+    if highest_sequence_id is not None:
+        parts += (b"\x20", _varint(highest_sequence_id))
+    receipt = b"".join(parts)
+    # BaseCommand: type (1) = SEND_RECEIPT, send_receipt (7)
+    body = b"".join((_RECEIPT_TYPE, _varint(len(receipt)), receipt))
+    n = len(body)
+    return _HEADER.pack(n + 4, n) + body
+
+
+_RECEIPT_TYPE = bytes((0x08, T.SEND_RECEIPT, 0x3A))
 
 
 def send_error(producer_id: int, sequence_id: int, code: int, message: str) -> bytes:

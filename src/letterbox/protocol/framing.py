@@ -160,6 +160,38 @@ def parse_headers_and_payload(buf: bytes | memoryview) -> ParsedPayload:
     )
 
 
+def parse_send_payload(buf: bytes) -> tuple[pb.MessageMetadata, memoryview, bool]:
+    """A SEND's headers_and_payload as parse_headers_and_payload reads it, without
+    copies: (metadata, payload as a view of `buf`, checksum_ok). The metadata is
+    parsed from a view too; `buf` (the frame's bytes, stored as they came) is
+    immutable, so the view stays valid. A SEND carrying broker entry metadata
+    takes the general path."""
+    n = len(buf)
+    if n >= 2 and _U16.unpack_from(buf, 0)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        parsed = parse_headers_and_payload(buf)
+        return parsed.metadata, memoryview(parsed.payload), parsed.checksum_ok
+    view = memoryview(buf)
+    pos = 0
+    checksum_ok = True
+    if n >= 2 and _U16.unpack_from(buf, 0)[0] == MAGIC_CRC32C:
+        if n < 6:
+            raise MalformedFrame("truncated checksum")
+        pos = 6
+        checksum_ok = crc32c(view[6:]) == _U32.unpack_from(buf, 2)[0]
+    if n - pos < 4:
+        raise MalformedFrame("truncated metadata size")
+    meta_size = _U32.unpack_from(buf, pos)[0]
+    pos += 4
+    if meta_size > n - pos:
+        raise MalformedFrame(f"metadata size {meta_size} exceeds remaining {n - pos} bytes")
+    metadata = pb.MessageMetadata()
+    try:
+        metadata.ParseFromString(view[pos : pos + meta_size])  # type: ignore[arg-type]  # upb reads buffers
+    except DecodeError as exc:
+        raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
+    return metadata, view[pos + meta_size :], checksum_ok
+
+
 def parse_entry_metadata(buf: bytes | memoryview) -> pb.MessageMetadata:
     """Only the MessageMetadata of a stored entry, without verifying the
     checksum (the entry was verified when it was published)."""
@@ -266,6 +298,9 @@ class FrameDecoder:
         end = pos + 4 + total
         cmd_end = start + cmd_size
         self._pos = end  # consume first: an UnknownCommand leaves framing intact
-        cmd = _parse_command(bytes(buf[start:cmd_end]))
-        rest = bytes(buf[cmd_end:end]) if cmd_end < end else None
+        # one copy each (a bytearray slice then bytes() would be two); the views are
+        # released before `buf` can grow again
+        with memoryview(buf) as view:
+            cmd = _parse_command(view[start:cmd_end].tobytes())
+            rest = view[cmd_end:end].tobytes() if cmd_end < end else None
         return Frame(cmd, rest)

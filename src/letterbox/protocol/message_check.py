@@ -8,7 +8,8 @@
 #     payload must expand to exactly that size (compression.decompress never
 #     allocates more than the limit).
 # Payloads that cannot be opened by the broker (encrypted, or one chunk of a
-# chunked message) are checked on their metadata only. Pure: bytes in, a count
+# chunked message) are checked on their metadata only. One uncompressed message
+# (no batch) is decided from its metadata alone: its payload is the message. Pure: bytes in, a count
 # or InvalidMessage out; callers decide where to run it (large payloads off the
 # event loop).
 from __future__ import annotations
@@ -71,14 +72,24 @@ def claimed_count(num_messages: int | None, meta: pb.MessageMetadata, max_size: 
 def needs_expanding(meta: pb.MessageMetadata) -> int:
     """Bytes the check will decompress: 0 when it reads the payload as is, the
     declared size, or UNKNOWN_SIZE for a compressed payload that declares none."""
-    if opaque(meta) or meta.compression == NONE:
+    if meta.compression == NONE or opaque(meta):
         return 0
     declared = declared_size(meta)
     return declared if declared is not None else UNKNOWN_SIZE
 
 
-def check_message(num_messages: int | None, meta: pb.MessageMetadata, payload: bytes, max_size: int) -> int:
+def check_message(
+    num_messages: int | None, meta: pb.MessageMetadata, payload: bytes | memoryview, max_size: int
+) -> int:
     """The number of messages `payload` holds, or InvalidMessage saying what is wrong."""
+    if (
+        meta.compression == NONE
+        and (num_messages is None or num_messages == 1)
+        and not meta.HasField("num_messages_in_batch")
+        and (not meta.HasField("uncompressed_size") or meta.uncompressed_size <= max_size)
+    ):
+        # one uncompressed message whose counts agree: nothing to expand or walk
+        return 1
     count = claimed_count(num_messages, meta, max_size)
     declared = declared_size(meta)
     if declared is not None and declared > max_size and not is_chunk(meta):
@@ -88,7 +99,7 @@ def check_message(num_messages: int | None, meta: pb.MessageMetadata, payload: b
     if opaque(meta):
         return count
     try:
-        raw = decompress(meta.compression, payload, declared, max_size)
+        raw = payload if meta.compression == NONE else decompress(meta.compression, bytes(payload), declared, max_size)
     except CompressionError as exc:
         raise InvalidMessage(f"payload ({codec_name(meta.compression)}, uncompressed_size): {exc}") from None
     if meta.HasField("num_messages_in_batch"):

@@ -124,7 +124,7 @@ class ManagedLedger:
         Raises LedgerClosedError / StoreClosedError / LedgerRecovering synchronously if
         writing is impossible now."""
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id)
-        return self._store._submit([*self._create_ops(), op], op.entry.position)
+        return self._store._submit([op] if self._created else [*self._create_ops(), op], op.entry.position)
 
     def _create_ops(self) -> list[WriteOp]:
         """The ledger's row, until it is stored (rides along with appends; idempotent)."""

@@ -214,9 +214,10 @@ class Store:
         for sub in group:
             err = sub.error
             if err is None:
-                committed |= any(op.writes for op in sub.ops)
                 for op in sub.ops:
                     op.on_commit()
+                    if op.writes:
+                        committed = True
                     if isinstance(op, AppendOp):
                         touched[op.ledger] = None
                 if not sub.future.done():

@@ -45,7 +45,10 @@ class Submission:
         self.future = future
         self.result = result
         self.error: BaseException | None = None
-        self.nbytes = sum(op.nbytes for op in ops)
+        nbytes = 0
+        for op in ops:
+            nbytes += op.nbytes
+        self.nbytes = nbytes
 
 
 class Writer:
