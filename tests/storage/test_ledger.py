@@ -236,3 +236,21 @@ def test_closed_store_rejects_writes(tmp_path: Path) -> None:
             led.append(b"x", 1, 1)
 
     asyncio.run(body())
+
+
+def test_appended_entry_carries_its_delivery_time_hint(tmp_path: Path) -> None:
+    """The publisher's parse of deliver_at_time rides on the cached entry (the dispatcher's
+    hint); an append that gives none is UNREAD, and the hint never makes entries unequal."""
+    from letterbox.storage.entry import UNREAD, Entry
+
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await led.append(b"a", 1, 1, deliver_at_time=5_000)
+        await led.append(b"b", 1, 1, deliver_at_time=None)
+        await led.append(b"c", 1, 1)
+        hints = [e.deliver_at_time for e in led.read_entries(0, 10)]
+        assert hints == [5_000, None, UNREAD]
+        pos = Position(led.ledger_id, 0)
+        assert Entry(pos, b"a", 1, 1, 5_000) == Entry(pos, b"a", 1, 1)
+
+    run_with_store(tmp_path, body)

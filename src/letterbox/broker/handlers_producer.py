@@ -133,7 +133,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         except InvalidMessage as exc:
             _refuse(cnx, producer, c.sequence_id, exc)
             return
-        _publish(cnx, producer, c, hp, num, meta.publish_time)
+        _publish(cnx, producer, c, hp, num, meta.publish_time, _deliver_at(meta))
         return
     # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
     cnx.guard.publish_started(len(hp))
@@ -164,14 +164,21 @@ async def _check_off_loop(
             return
         if not cnx.closed and cnx.producers.get(c.producer_id) is producer:
             assert frame.headers_and_payload is not None
-            _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time)
+            _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time, _deliver_at(meta))
     finally:
         cnx.guard.publish_done(len(frame.headers_and_payload or b""))
         if producer.checking is asyncio.current_task():
             producer.checking = None
 
 
-def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, num: int, publish_time: int) -> None:
+def _deliver_at(meta: pb.MessageMetadata) -> int | None:
+    return meta.deliver_at_time if meta.HasField("deliver_at_time") else None
+
+
+def _publish(
+    cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, num: int, publish_time: int,
+    deliver_at_time: int | None,
+) -> None:
     pid, seq = c.producer_id, c.sequence_id
     highest = c.highest_sequence_id if c.HasField("highest_sequence_id") else None
     top = highest if highest is not None and highest > seq else seq
@@ -188,7 +195,7 @@ def _publish(cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, n
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
     try:
-        fut = topic.publish(producer, hp, num, publish_time, top)
+        fut = topic.publish(producer, hp, num, publish_time, top, deliver_at_time)
     except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)

@@ -26,6 +26,7 @@ from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.delayed_index import DelayedDeliveryTracker
 from letterbox.failure.decide import DELAYS_HONOURED
 from letterbox.protocol import parse_entry_metadata
+from letterbox.storage.entry import UNREAD
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -129,9 +130,12 @@ class RedeliveryTracker:
         at = self.sub.cursor.deliveries.due.get(eid, 0)
         # the metadata is read only where decide() may honour a delivery time
         if self.sub.sub_type in DELAYS_HONOURED:
-            meta = parse_entry_metadata(entry.data)
-            if meta.HasField("deliver_at_time"):
-                outcome = failure.decide(self.state(eid), failure.Dispatch(meta.deliver_at_time),
+            deliver_at = entry.deliver_at_time
+            if deliver_at == UNREAD:  # read back from disk: its publisher's parse is gone
+                meta = parse_entry_metadata(entry.data)
+                deliver_at = meta.deliver_at_time if meta.HasField("deliver_at_time") else None
+            if deliver_at is not None:
+                outcome = failure.decide(self.state(eid), failure.Dispatch(deliver_at),
                                          self.sub.policy, now_ms())
                 if isinstance(outcome, failure.DeliverAt):
                     at = max(at, outcome.at_ms)

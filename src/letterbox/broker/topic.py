@@ -20,6 +20,7 @@ from letterbox.broker.producer import (
 )
 from letterbox.broker.subscription import Subscription
 from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
+from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ class PersistentTopic(Topic):
                 sub.schedule_dispatch()
 
     def publish(
-        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int
+        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int,
+        deliver_at_time: int | None = UNREAD,
     ) -> asyncio.Future[Position]:
         self.msg_in += num_messages
         self.bytes_in += len(data)
@@ -168,6 +170,7 @@ class PersistentTopic(Topic):
             publish_time,
             producer_name=producer.name if dedup else None,
             sequence_id=sequence_id if dedup else None,
+            deliver_at_time=deliver_at_time,
         )
 
     def refresh_policies(self) -> None:

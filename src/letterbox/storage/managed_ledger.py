@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from .cache import LedgerCache
-from .entry import Entry
+from .entry import UNREAD, Entry
 from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
@@ -119,11 +119,12 @@ class ManagedLedger:
         publish_time: int,
         producer_name: str | None = None,
         sequence_id: int | None = None,
+        deliver_at_time: int | None = UNREAD,
     ) -> asyncio.Future[Position]:
         """Assign the next entry id now; the future resolves when the entry is durable.
         Raises LedgerClosedError / StoreClosedError / LedgerRecovering synchronously if
         writing is impossible now."""
-        op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id)
+        op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         return self._store._submit([op] if self._created else [*self._create_ops(), op], op.entry.position)
 
     def _create_ops(self) -> list[WriteOp]:
@@ -142,6 +143,7 @@ class ManagedLedger:
         publish_time: int,
         producer_name: str | None = None,
         sequence_id: int | None = None,
+        deliver_at_time: int | None = UNREAD,
     ) -> AppendOp:
         """Assign an id and build the AppendOp without submitting it (storage-internal:
         Transaction and append() submit it)."""
@@ -154,7 +156,7 @@ class ManagedLedger:
             raise ValueError("num_messages must be >= 1")
         eid = self._next
         self._next = eid + 1
-        entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time)
+        entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time, deliver_at_time)
         self._cum.append((self._cum[-1] if self._cum else self._cum_before) + num_messages)
         if producer_name is not None and sequence_id is not None:
             self._pushed_seq[producer_name] = sequence_id
