@@ -65,20 +65,23 @@ def count_batch_entries(payload: bytes | memoryview, claimed: int) -> None:
     n = len(view)
     pos = 0
     meta = pb.SingleMessageMetadata()
+    parse = meta.ParseFromString  # bound once: this loop runs once per message of every batch
+    unpack = _U32.unpack_from
     for index in range(claimed):
         if n - pos < 4:
             raise MalformedFrame(f"the batch holds {index} messages, not {claimed}")
-        size = _U32.unpack_from(view, pos)[0]
+        (size,) = unpack(view, pos)
         pos += 4
-        if size > n - pos:
+        end = pos + size
+        if end > n:
             raise MalformedFrame(f"batch message {index}: metadata size {size} overruns the payload")
         try:
-            meta.ParseFromString(view[pos : pos + size])  # type: ignore[arg-type]  # upb reads buffers
+            parse(view[pos:end])  # type: ignore[arg-type]  # upb reads buffers
         except DecodeError as exc:
             raise MalformedFrame(f"batch message {index}: bad metadata: {exc}") from exc
-        pos += size
-        if meta.payload_size < 0 or meta.payload_size > n - pos:
-            raise MalformedFrame(f"batch message {index}: payload size {meta.payload_size} overruns the payload")
-        pos += meta.payload_size
+        body = meta.payload_size
+        if body < 0 or body > n - end:
+            raise MalformedFrame(f"batch message {index}: payload size {body} overruns the payload")
+        pos = end + body
     if pos != n:
         raise MalformedFrame(f"the batch holds more than {claimed} messages ({n - pos} bytes follow message {claimed - 1})")
