@@ -3,18 +3,26 @@
 # receipt; consume latency is publish time -> receive (millisecond clock, so
 # meaningful for end-to-end runs on one machine). Latencies are sampled
 # (every `sample`-th message) so measuring does not cost the rate it measures.
+# The broker URL comes from -u/--service-url or LETTERBOX_SERVICE_URL like
+# `produce`/`consume`; a short-timeout probe turns "no broker there" into one
+# line; the client's own log goes to /dev/null unless --verbose, so --json
+# output is nothing but JSON.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import click
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions
+from letterbox.cli.client import DEFAULT_SERVICE_URL, _connect_failure
 
 
 @dataclass
@@ -60,14 +68,37 @@ def _result(role: str, n: int, size: int, seconds: float, lat: list[float],
 GIL_SWITCH_INTERVAL = 0.0005
 
 
+def _perf_client(url: str, topic: str, auth: AuthOptions | None, connect_timeout: float, verbose: bool) -> Any:
+    """A client for the run, after a lookup with a short timeout has shown a broker answers at `url`
+    (the run's own client keeps a long operation timeout, which would make a dead URL hang 30 s)."""
+    import pulsar
+
+    if not url.startswith(("pulsar://", "pulsar+ssl://", "http://", "https://")):
+        raise click.BadParameter(f"{url!r}: use pulsar://HOST:PORT or http://HOST:PORT",
+                                 param_hint="'--service-url'")
+    logger = (pulsar.ConsoleLogger(pulsar.LoggerLevel.Info) if verbose
+              else pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull))
+    kwargs = (auth or AuthOptions()).client_kwargs()
+    probe = pulsar.Client(url, operation_timeout_seconds=max(1, round(connect_timeout)),
+                          connection_timeout_ms=int(connect_timeout * 1000), logger=logger, **kwargs)
+    try:
+        probe.get_topic_partitions(topic)
+    except Exception as exc:
+        raise _connect_failure(exc, url, "looking up the topic") from None
+    finally:
+        probe.close()
+    return pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, logger=logger, **kwargs)
+
+
 def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50,
-                binding: bool = False, auth: AuthOptions | None = None) -> PerfResult:
+                binding: bool = False, auth: AuthOptions | None = None,
+                connect_timeout: float = 5.0, verbose: bool = False) -> PerfResult:
     import _pulsar
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
-    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, **(auth or AuthOptions()).client_kwargs())
+    client = _perf_client(url, topic, auth, connect_timeout, verbose)
     producer = client.create_producer(
         topic,
         batching_enabled=batching,
@@ -121,12 +152,13 @@ def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample:
 def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 50,
                 ready: threading.Event | None = None, ready_file: str | None = None,
                 receiver_queue: int = 10_000, binding: bool = False,
-                auth: AuthOptions | None = None) -> PerfResult:
+                auth: AuthOptions | None = None, connect_timeout: float = 5.0,
+                verbose: bool = False) -> PerfResult:
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
-    client = pulsar.Client(url, operation_timeout_seconds=30, io_threads=1, **(auth or AuthOptions()).client_kwargs())
+    client = _perf_client(url, topic, auth, connect_timeout, verbose)
     consumer = client.subscribe(
         topic, subscription, consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=receiver_queue,
         initial_position=pulsar.InitialPosition.Earliest,
@@ -164,8 +196,18 @@ def perf() -> None:
     """Throughput benchmarks with the official pulsar-client."""
 
 
+def _connection_options(f: Callable[..., None]) -> Callable[..., None]:
+    f = click.option("--verbose", "-v", is_flag=True, help="Show the pulsar client's own log.")(f)
+    f = click.option("--timeout-connect", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0,
+                     show_default=True, help="Seconds to wait for the broker before giving up.")(f)
+    f = click.option("--service-url", "-u", "--url", "url", envvar="LETTERBOX_SERVICE_URL",
+                     default=DEFAULT_SERVICE_URL, show_default=True,
+                     help="Broker URL, pulsar://HOST:PORT or http://HOST:ADMINPORT (env LETTERBOX_SERVICE_URL).")(f)
+    return f
+
+
 @perf.command("produce")
-@click.option("--url", default="pulsar://127.0.0.1:6650", show_default=True)
+@_connection_options
 @click.option("--topic", default="perf", show_default=True)
 @click.option("-n", "--messages", default=200_000, show_default=True)
 @click.option("-s", "--size", default=100, show_default=True, help="payload bytes")
@@ -173,14 +215,16 @@ def perf() -> None:
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
 @auth_options
-def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, binding: bool, as_json: bool) -> None:
+def produce_cmd(url: str, connect_timeout: float, verbose: bool, topic: str, messages: int, size: int,
+                batching: bool, binding: bool, as_json: bool) -> None:
     """Publish N messages as fast as the client allows."""
-    r = run_produce(url, topic, messages, size, batching, binding=binding, auth=current_auth())
+    r = run_produce(url, topic, messages, size, batching, binding=binding, auth=current_auth(),
+                    connect_timeout=connect_timeout, verbose=verbose)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
 
 
 @perf.command("consume")
-@click.option("--url", default="pulsar://127.0.0.1:6650", show_default=True)
+@_connection_options
 @click.option("--topic", default="perf", show_default=True)
 @click.option("--subscription", default="perf-sub", show_default=True)
 @click.option("-n", "--messages", default=200_000, show_default=True)
@@ -189,9 +233,9 @@ def produce_cmd(url: str, topic: str, messages: int, size: int, batching: bool, 
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
 @auth_options
-def consume_cmd(url: str, topic: str, subscription: str, messages: int, receiver_queue: int,
-                ready_file: str | None, binding: bool, as_json: bool) -> None:
+def consume_cmd(url: str, connect_timeout: float, verbose: bool, topic: str, subscription: str, messages: int,
+                receiver_queue: int, ready_file: str | None, binding: bool, as_json: bool) -> None:
     """Receive and acknowledge N messages, one ack per message."""
     r = run_consume(url, topic, subscription, messages, ready_file=ready_file, receiver_queue=receiver_queue,
-                    binding=binding, auth=current_auth())
+                    binding=binding, auth=current_auth(), connect_timeout=connect_timeout, verbose=verbose)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
