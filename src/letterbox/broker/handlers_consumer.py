@@ -67,6 +67,12 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     service = cnx.service
     service.authorization.check_consume(cnx.role, name, c.subscription)
     _check_dead_letter_target(cnx, name, c.subscription, c.metadata)
+    try:  # before the topic is made: a refused subscribe leaves nothing behind
+        policy = consumer_policy({kv.key: kv.value for kv in c.metadata})
+    except NotAllowed as exc:
+        # The official client raises a bare NotAllowedError; the reason is in its log and here.
+        log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)
+        raise
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
     if force:
         check_new_topic(service, name)
@@ -108,7 +114,6 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     start = None
     if not durable and c.HasField("start_message_id"):
         start = _start_entry(topic, c.start_message_id)
-    policy = consumer_policy(consumer.metadata)
     if durable:
         check_new_subscription(topic, c.subscription)
     sub = topic.subscription_for(c.subscription, durable, initial, start)

@@ -3,6 +3,8 @@
 # broker, written once: the broker reads them (PIP-22: the last created
 # consumer's configuration wins), the RetryConsumer writes them. A consumer
 # that sets none of the keys leaves the subscription's policy as it is.
+# Invariant: every `letterbox.`-prefixed consumer property is one of KEYS; any
+# other (a misspelling) is refused, so a typo never silently drops a policy.
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -19,14 +21,22 @@ DLQ_TOPIC = "letterbox.dlq.topic"
 DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
 KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
         DLQ_INITIAL_SUBSCRIPTION)
+PREFIX = "letterbox."
 
 
 def declares_policy(md: Mapping[str, str]) -> bool:
-    return any(k in md for k in KEYS)
+    """True when any `letterbox.*` key is set (a known one, or a misspelling to refuse)."""
+    return any(k.startswith(PREFIX) for k in md)
 
 
 def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
     """The policy a consumer's properties set; raises PolicyError naming the bad key."""
+    unknown = sorted(k for k in md if k.startswith(PREFIX) and k not in KEYS)
+    if unknown:
+        raise PolicyError(
+            f"unknown consumer propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}: "
+            f"the letterbox.* keys are {', '.join(KEYS)}"
+        )
     backoff = None
     if BACKOFF_MIN_MS in md:
         low = _int(md, BACKOFF_MIN_MS, 1)
@@ -70,7 +80,8 @@ def _int(md: Mapping[str, str], key: str, minimum: int) -> int:
     try:
         value = int(md[key])
     except ValueError:
-        raise PolicyError(f"consumer property {key} must be an integer, got {md[key]!r}") from None
+        raise PolicyError(
+            f"consumer property {key} must be an integer of at least {minimum}, got {md[key]!r}") from None
     if value < minimum:
         raise PolicyError(f"consumer property {key} must be at least {minimum}, got {value}")
     return value
@@ -80,7 +91,8 @@ def _float(md: Mapping[str, str], key: str) -> float:
     try:
         value = float(md[key])
     except ValueError:
-        raise PolicyError(f"consumer property {key} must be a number, got {md[key]!r}") from None
+        raise PolicyError(
+            f"consumer property {key} must be a number between 1 and 100, got {md[key]!r}") from None
     if not 1.0 <= value <= 100.0:
         raise PolicyError(f"consumer property {key} must be between 1 and 100, got {value}")
     return value
