@@ -1,6 +1,7 @@
 """`letterbox pipeline run MODULE:HANDLER ...` end to end, and its errors."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -40,6 +41,10 @@ def test_cli_runs_a_handler_module(spark: Any, spark_broker: BrokerProcess, pcli
         cwd=tmp_path, capture_output=True, text=True, timeout=280,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # One summary line on stdout: every record read, 45 to the sink, the five Fails dead-lettered.
+    [summary] = proc.stdout.splitlines()
+    assert summary.startswith("pipeline cli: 50 records read in "), summary
+    assert summary.endswith(": 45 to the sink, 0 retried, 5 dead-lettered"), summary
     out = spark.read.parquet(str(sink)).collect()
     assert sorted(int(bytes(r.value)) for r in out) == sorted(2 * n for n in range(50) if n % 10)
     dead = (
@@ -62,3 +67,43 @@ def test_cli_reports_a_handler_it_cannot_load(tmp_path: Path) -> None:
         )
         assert proc.returncode == 2
         assert fragment in proc.stderr
+
+
+def test_cli_summary_as_json_counts_retries(spark_broker: BrokerProcess, pclient: Any, tmp_path: Path) -> None:
+    topic = unique("cli-json")
+    producer = pclient.create_producer(topic)
+    for i in range(8):
+        producer.send(f"{i}".encode())
+    (tmp_path / "retryjob.py").write_text(
+        textwrap.dedent(
+            """
+            from letterbox.spark.pipeline import Retry
+
+            def handle(record):
+                n = int(record.value)
+                if n % 4 == 0 and record.attempt == 0:
+                    return Retry(delay=1)
+                return str(n)
+            """
+        )
+    )
+    proc = subprocess.run(
+        [*CLI, "retryjob:handle", "--topic", topic, "--subscription", "cli-json", "--sink", str(tmp_path / "out"),
+         "--service-url", spark_broker.url, "--master", "local[1]", "--stop-after-idle", "8",
+         "--trigger-interval", "200 milliseconds", "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=280,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)  # the whole of stdout
+    # 8 first attempts (0 and 4 retried once) + 2 second attempts = 10 records read, 8 to the sink.
+    assert {k: summary[k] for k in ("subscription", "records", "ok", "retried", "dead_lettered")} == {
+        "subscription": "cli-json", "records": 10, "ok": 8, "retried": 2, "dead_lettered": 0}
+    assert summary["batches"] >= 2
+
+
+def test_summary_line_names_every_count() -> None:
+    from letterbox.spark.cli_pipeline import summary_line
+
+    line = summary_line("enrich", {"batches": 3, "records": 12, "ok": 9, "retried": 2, "dead_lettered": 1})
+    assert line == ("pipeline enrich: 12 records read in 3 micro-batches: 9 to the sink, 2 retried, "
+                    "1 dead-lettered")

@@ -2,9 +2,13 @@
 # runs the Spark retry / dead-letter pipeline (letterbox.spark.pipeline) with
 # a handler importable from the current directory or PYTHONPATH. PySpark is
 # imported only when the command runs, so the rest of the CLI stays fast.
+# `run` ends with one summary line on stdout (or one JSON object with --json):
+# the run's micro-batches and records read, sent to the sink, retried and
+# dead-lettered; everything else it says goes to stderr.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import time
@@ -52,6 +56,7 @@ def load_handler(spec: str) -> Any:
 @click.option("--max-records-per-trigger", type=int, help="Admission control per micro-batch.")
 @click.option("--trigger-interval", default="1 second", show_default=True)
 @click.option("--stop-after-idle", type=float, help="Stop once no record arrived for this many seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final summary as one JSON object.")
 @auth_options
 def run(
     handler: str,
@@ -68,6 +73,7 @@ def run(
     max_records_per_trigger: int | None,
     trigger_interval: str,
     stop_after_idle: float | None,
+    as_json: bool,
 ) -> None:
     """Run HANDLER (MODULE:FUNCTION) over TOPIC as a Spark streaming pipeline."""
     from letterbox.failure import parse_seconds
@@ -102,6 +108,7 @@ def run(
             max_records_per_trigger=max_records_per_trigger,
             trigger_interval=trigger_interval,
             auth=current_auth(),
+            count_outcomes=True,
         )
     except PolicyError as exc:
         raise click.UsageError(str(exc)) from None
@@ -116,9 +123,17 @@ def run(
         pass
     finally:
         query.stop()
+        totals = p.totals()
         spark.stop()
     if query.exception() is not None:
         raise click.ClickException(f"the pipeline failed: {query.exception()}")
+    click.echo(json.dumps({"subscription": subscription, **totals}) if as_json
+               else summary_line(subscription, totals))
+
+
+def summary_line(subscription: str, totals: dict[str, int]) -> str:
+    return (f"pipeline {subscription}: {totals['records']} records read in {totals['batches']} micro-batches: "
+            f"{totals['ok']} to the sink, {totals['retried']} retried, {totals['dead_lettered']} dead-lettered")
 
 
 def _until_idle(query: Any, idle_s: float) -> None:

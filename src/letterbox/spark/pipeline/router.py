@@ -219,12 +219,15 @@ def _error_text(exc: BaseException) -> str:
 
 
 def route_ranges(
-    cfg: RouterConfig, read_timeout_ms: int, fail_on_data_loss: bool, chunk: int = 10_000
+    cfg: RouterConfig, read_timeout_ms: int, fail_on_data_loss: bool, chunk: int = 10_000,
+    counters: dict[str, Any] | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one micro-batch: its input rows are position
     ranges (the `letterbox` source with emit=ranges); each range is read here
     with the official client and routed, so records enter the JVM only once,
-    as sink rows."""
+    as sink rows. `counters` (Spark accumulators keyed ok / retry / dead) get
+    the task's outcome counts once its retries and dead letters are stored;
+    Spark merges the updates of successful tasks only."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Sink rows are yielded as they come: if the task fails later (a
@@ -246,6 +249,8 @@ def route_ranges(
                     if pending:
                         yield router.route_messages(pending, topic, part, name)
             router.flush()  # every retry / dead letter is stored before the task can succeed
+            for name, acc in (counters or {}).items():
+                acc.add(router.counts[name])
         finally:
             router.close()
             client.close()

@@ -6,7 +6,10 @@
 # task reads its range with the official client and routes it in the same
 # Python worker, so a record crosses into the JVM once, as a sink row. The default sink writes Parquet under `<sink>/batch_id=<N>`,
 # overwriting that directory when a batch is re-run after a restart, so the
-# sink holds every success exactly once.
+# sink holds every success exactly once. With count_outcomes the driver
+# keeps totals of this run (micro-batches; records to the sink, retried,
+# dead-lettered) in Spark accumulators: figures for a summary, not a ledger
+# (a batch re-run after a restart is counted again).
 from __future__ import annotations
 
 import json
@@ -53,9 +56,23 @@ class Pipeline:
     read_timeout_ms: int = 10_000
     # credentials and TLS trust for every client the pipeline opens (auth_options.py)
     auth: AuthOptions = field(default_factory=AuthOptions)
+    # keep outcome totals (needs a classic SparkContext for accumulators)
+    count_outcomes: bool = False
 
     def __post_init__(self) -> None:
         self.topics = PipelineTopics.build(self.topic, self.subscription, self.policy, self.dead_letter_topic)
+        self.batches = 0
+        self._counters: dict[str, Any] | None = None
+        if self.count_outcomes:
+            sc = self.spark.sparkContext
+            self._counters = {name: sc.accumulator(0) for name in ("ok", "retry", "dead")}
+
+    def totals(self) -> dict[str, int]:
+        """This run's micro-batches and outcomes so far (zeros without count_outcomes)."""
+        counts = {name: int(acc.value) for name, acc in (self._counters or {}).items()}
+        ok, retry, dead = counts.get("ok", 0), counts.get("retry", 0), counts.get("dead", 0)
+        return {"batches": self.batches, "records": ok + retry + dead, "ok": ok, "retried": retry,
+                "dead_lettered": dead}
 
     def source(self) -> Any:
         reader = (
@@ -74,9 +91,10 @@ class Pipeline:
 
     def process_batch(self, df: Any, batch_id: int) -> None:
         cfg = RouterConfig(self.service_url, self.topics, self.policy, self.handler, self.vectorized, self.auth)
-        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True), SINK_DDL)
+        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True, counters=self._counters), SINK_DDL)
         sink = parquet_sink(self.sink) if isinstance(self.sink, str) else self.sink
         sink(routed, batch_id)
+        self.batches += 1
 
     def start(self) -> Any:
         """Start the streaming query and return it (a StreamingQuery)."""
