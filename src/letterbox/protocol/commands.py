@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 from letterbox.protocol.framing import DEFAULT_MAX_MESSAGE_SIZE, encode_command
+from letterbox.protocol.receipts import send_receipt as send_receipt  # the hot one, hand-encoded
 
 T = pb.BaseCommand
 # Highest protocol version we speak; negotiate min(client, PROTOCOL_VERSION).
@@ -106,44 +107,6 @@ def producer_success(
         producer_ready=producer_ready,
     )
     return encode_command(T(type=T.PRODUCER_SUCCESS, producer_success=body))
-
-
-def _varint(value: int) -> bytes:
-    """Protobuf base-128 varint of an unsigned 64-bit value."""
-    if value < 0x80:
-        return _BYTE[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_BYTE = [bytes((i,)) for i in range(0x80)]
-
-
-def send_receipt(
-    producer_id: int,
-    sequence_id: int,
-    ledger_id: int,
-    entry_id: int,
-    highest_sequence_id: int | None = None,
-) -> bytes:
-    """SEND_RECEIPT written field by field (one per durable SEND: no protobuf objects);
-    the bytes equal what protobuf serializes for the same command (tested)."""
-    msg_id = b"".join((b"\x08", _varint(ledger_id), b"\x10", _varint(entry_id)))
-    parts = [b"\x08", _varint(producer_id), b"\x10", _varint(sequence_id), b"\x1a", _varint(len(msg_id)), msg_id]
-    if highest_sequence_id is not None:
-        parts += (b"\x20", _varint(highest_sequence_id))
-    receipt = b"".join(parts)
-    # BaseCommand: type (1) = SEND_RECEIPT, send_receipt (7)
-    body = b"".join((_RECEIPT_TYPE, _varint(len(receipt)), receipt))
-    n = len(body)
-    return _HEADER.pack(n + 4, n) + body
-
-
-_RECEIPT_TYPE = bytes((0x08, T.SEND_RECEIPT, 0x3A))
 
 
 def send_error(producer_id: int, sequence_id: int, code: int, message: str) -> bytes:
