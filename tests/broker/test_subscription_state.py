@@ -21,6 +21,7 @@ from letterbox.protocol import (
 )
 from letterbox.protocol.framing import encode_command
 from letterbox.storage import Store
+from tests.broker.test_broker_dlq import read_topic
 from tests.broker.test_robustness import RawConn
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 
@@ -38,19 +39,6 @@ def _delayed(broker: BrokerProcess, topic: str, sub: str) -> int:
     subs = _stats(broker, topic)["subscriptions"]
     assert isinstance(subs, dict)
     return int(subs[sub]["msgDelayed"])
-
-
-def _read_all(client: pulsar.Client, topic: str, idle_ms: int = 1500) -> list[pulsar.Message]:
-    reader = client.create_reader(topic, pulsar.MessageId.earliest)
-    out = []
-    try:
-        while True:
-            try:
-                out.append(reader.read_next(idle_ms))
-            except pulsar.Timeout:
-                return out
-    finally:
-        reader.close()
 
 
 def test_pending_backoff_survives_kill_9(tmp_path: Path) -> None:
@@ -88,7 +76,7 @@ def test_pending_backoff_survives_kill_9(tmp_path: Path) -> None:
         assert at >= due - 100, f"delivered {due - at} ms before its backoff ended"
         assert msg.redelivery_count() == 3, "the count survived the crash"
         consumer.negative_acknowledge(msg)  # the 4th failure: past max redeliveries
-        dead = _read_all(client, f"{topic}-s-DLQ")
+        dead = read_topic(client, f"{topic}-s-DLQ", 1500)
         assert [m.data() for m in dead] == [b"poison"]
         stamps = dead[0].properties()
         assert stamps["DELIVERY_COUNT"] == "4"
@@ -130,7 +118,7 @@ def test_batch_index_acks_count_only_the_nacked_message(broker: BrokerProcess) -
         assert len(batch_entries) == 1, "the 10 messages were one batch"
         assert seen.pop(b"m3") == 4
         assert seen == {b: 1 for b in bodies if b != b"m3"}, "siblings delivered exactly once"
-        dead = _read_all(client, f"{topic}-work-DLQ")
+        dead = read_topic(client, f"{topic}-work-DLQ", 1500)
         assert [m.data() for m in dead] == [b"m3"]
         assert dead[0].properties()["DELIVERY_COUNT"] == "4"
         assert dead[0].properties()["i"] == "m3"

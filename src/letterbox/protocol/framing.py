@@ -132,29 +132,12 @@ def parse_headers_and_payload(buf: bytes | memoryview) -> ParsedPayload:
         except DecodeError as exc:
             raise MalformedFrame(f"cannot parse BrokerEntryMetadata: {exc}") from exc
         pos = 6 + size
-    checksum_ok = True
-    if n - pos >= 2 and _U16.unpack_from(view, pos)[0] == MAGIC_CRC32C:
-        if n - pos < 6:
-            raise MalformedFrame("truncated checksum")
-        expected = _U32.unpack_from(view, pos + 2)[0]
-        pos += 6
-        checksum_ok = crc32c(view[pos:]) == expected
-    if n - pos < 4:
-        raise MalformedFrame("truncated metadata size")
-    meta_size = _U32.unpack_from(view, pos)[0]
-    pos += 4
-    if meta_size > n - pos:
-        raise MalformedFrame(f"metadata size {meta_size} exceeds remaining {n - pos} bytes")
-    meta_bytes = bytes(view[pos : pos + meta_size])
-    metadata = pb.MessageMetadata()
-    try:
-        metadata.ParseFromString(meta_bytes)
-    except DecodeError as exc:
-        raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
+    metadata, start, end, checksum_ok = _checksum_and_metadata(buf, view, pos)
+    meta_bytes = bytes(view[start:end])
     return ParsedPayload(
         metadata=metadata,
         metadata_bytes=meta_bytes,
-        payload=bytes(view[pos + meta_size :]),
+        payload=bytes(view[end:]),
         checksum_ok=checksum_ok,
         broker_entry_metadata=broker_meta,
     )
@@ -171,13 +154,23 @@ def parse_send_payload(buf: bytes) -> tuple[pb.MessageMetadata, memoryview, bool
         parsed = parse_headers_and_payload(buf)
         return parsed.metadata, memoryview(parsed.payload), parsed.checksum_ok
     view = memoryview(buf)
-    pos = 0
+    metadata, _, end, checksum_ok = _checksum_and_metadata(buf, view, 0)
+    return metadata, view[end:], checksum_ok
+
+
+def _checksum_and_metadata(buf: bytes | memoryview, view: memoryview,
+                           pos: int) -> tuple[pb.MessageMetadata, int, int, bool]:
+    """From `pos` on: the optional CRC32C header (verified over the rest), the metadata
+    size and the MessageMetadata, parsed from a view of `buf`: (metadata, its start,
+    its end = the payload's start, checksum_ok)."""
+    n = len(view)
     checksum_ok = True
-    if n >= 2 and _U16.unpack_from(buf, 0)[0] == MAGIC_CRC32C:
-        if n < 6:
+    if n - pos >= 2 and _U16.unpack_from(buf, pos)[0] == MAGIC_CRC32C:
+        if n - pos < 6:
             raise MalformedFrame("truncated checksum")
-        pos = 6
-        checksum_ok = crc32c(view[6:]) == _U32.unpack_from(buf, 2)[0]
+        expected = _U32.unpack_from(buf, pos + 2)[0]
+        pos += 6
+        checksum_ok = crc32c(view[pos:]) == expected
     if n - pos < 4:
         raise MalformedFrame("truncated metadata size")
     meta_size = _U32.unpack_from(buf, pos)[0]
@@ -189,7 +182,7 @@ def parse_send_payload(buf: bytes) -> tuple[pb.MessageMetadata, memoryview, bool
         metadata.ParseFromString(view[pos : pos + meta_size])  # type: ignore[arg-type]  # upb reads buffers
     except DecodeError as exc:
         raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
-    return metadata, view[pos + meta_size :], checksum_ok
+    return metadata, pos, pos + meta_size, checksum_ok
 
 
 def parse_entry_metadata(buf: bytes | memoryview) -> pb.MessageMetadata:
