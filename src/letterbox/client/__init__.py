@@ -6,6 +6,7 @@ counters. See docs/retry-and-terminate.md.
                              dead_letter_policy=DeadLetterPolicy(max_redeliver_count=3),
                              admin_url="http://127.0.0.1:8080")
 """
+from letterbox.client.async_consumer import AsyncRetryConsumer
 from letterbox.client.broker_moves import BrokerMoveError
 from letterbox.client.consumer import (
     RetryConsumer,
@@ -20,6 +21,7 @@ from letterbox.failure import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevel
 __all__ = [
     "DEFAULT_DELAY_LEVELS",
     "REGISTRY",
+    "AsyncRetryConsumer",
     "BrokerMoveError",
     "CounterValues",
     "DeadLetterPolicy",

@@ -8,7 +8,8 @@
 # `retry_for` seconds (default 30 s, longer than a broker restart) before
 # BrokerMoveError is raised. A refusal (4xx, 500) is not retried. The calls carry the
 # consumer's admin credentials (AuthOptions: token or basic header, TLS trust
-# and client certificate); a 401/403 is not retried.
+# and client certificate); a 401/403 is not retried. AsyncBrokerMoves
+# (async_broker_moves.py) makes the same calls with the same retries on asyncio.
 from __future__ import annotations
 
 import http.client
@@ -49,6 +50,48 @@ class Move:
     initial_subscription: str | None = None
 
 
+def move_request(move: Move) -> tuple[str, bytes]:
+    """The admin path and JSON body of `move` (shared by BrokerMoves and AsyncBrokerMoves)."""
+    name = TopicName.parse(move.topic)
+    path = f"{name.admin_path}/subscription/{urllib.parse.quote(move.subscription, safe='')}/letterbox/move"
+    body = json.dumps({
+        "messageId": move.message_id,
+        "target": move.target,
+        "properties": dict(move.properties),
+        "deliverAfterMs": move.deliver_after_ms,
+        "deadLetterReason": move.dead_letter_reason,
+        "description": move.description,
+        "initialSubscription": move.initial_subscription,
+    }).encode()
+    return path, body
+
+
+def move_answer(move: Move, status: int, payload: bytes) -> bool:
+    """True if moved, False if already acknowledged; BrokerMoveError for a refusal."""
+    try:
+        answer = json.loads(payload) if payload else {}
+    except json.JSONDecodeError:
+        answer = {}
+    if status != 200:
+        reason = answer.get("reason") if isinstance(answer, dict) else None
+        raise BrokerMoveError(f"broker refused to move {move.message_id} of {move.topic}: "
+                              f"{reason or payload[:200]!r} (HTTP {status})", status)
+    return bool(answer.get("moved"))
+
+
+def unreachable(admin_url: str, attempts: int, retry_for: float, problem: str) -> BrokerMoveError:
+    """The error raised once a move could not reach the broker for `retry_for` seconds."""
+    return BrokerMoveError(f"cannot reach the letterbox admin API at {admin_url} after {attempts} attempts "
+                           f"in {retry_for:g} s: {problem}")
+
+
+def parse_admin_url(admin_url: str) -> urllib.parse.SplitResult:
+    parsed = urllib.parse.urlsplit(admin_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
+    return parsed
+
+
 class BrokerMoves:
     """A keep-alive HTTP connection to one broker's admin API, safe to share across threads."""
 
@@ -56,11 +99,9 @@ class BrokerMoves:
                  retry_for: float = DEFAULT_RETRY_SECONDS) -> None:
         if not retry_for >= 0:
             raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
-        parsed = urllib.parse.urlsplit(admin_url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
+        parsed = parse_admin_url(admin_url)
         self._https = parsed.scheme == "https"
-        self._host = parsed.hostname
+        self._host = parsed.hostname or ""
         self._port = parsed.port or (443 if self._https else 80)
         self._timeout = timeout
         self.retry_for = retry_for
@@ -72,27 +113,9 @@ class BrokerMoves:
 
     def move(self, move: Move) -> bool:
         """Perform `move`; True if the message was moved, False if it was already acknowledged."""
-        name = TopicName.parse(move.topic)
-        path = f"{name.admin_path}/subscription/{urllib.parse.quote(move.subscription, safe='')}/letterbox/move"
-        body = json.dumps({
-            "messageId": move.message_id,
-            "target": move.target,
-            "properties": dict(move.properties),
-            "deliverAfterMs": move.deliver_after_ms,
-            "deadLetterReason": move.dead_letter_reason,
-            "description": move.description,
-            "initialSubscription": move.initial_subscription,
-        }).encode()
+        path, body = move_request(move)
         status, payload = self._post(path, body)
-        try:
-            answer = json.loads(payload) if payload else {}
-        except json.JSONDecodeError:
-            answer = {}
-        if status != 200:
-            reason = answer.get("reason") if isinstance(answer, dict) else None
-            raise BrokerMoveError(f"broker refused to move {move.message_id} of {move.topic}: "
-                                  f"{reason or payload[:200]!r} (HTTP {status})", status)
-        return bool(answer.get("moved"))
+        return move_answer(move, status, payload)
 
     def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
         """POST until an answer that is not 502/503/504 comes, or retry_for has passed."""
@@ -116,9 +139,7 @@ class BrokerMoves:
                     self._close()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise BrokerMoveError(
-                    f"cannot reach the letterbox admin API at {self.admin_url} after {attempts} attempts "
-                    f"in {self.retry_for:g} s: {problem}")
+                raise unreachable(self.admin_url, attempts, self.retry_for, problem)
             time.sleep(min(backoff, left))
             backoff = min(backoff * 2, MAX_BACKOFF)
 

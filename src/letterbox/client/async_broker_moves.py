@@ -1,0 +1,81 @@
+# The asyncio side of the broker's atomic move (broker_moves.py holds the
+# request, the answer and the retry rules; this module only awaits them): an
+# aiohttp session posts the move, so the event loop is never blocked by a
+# move. A lost response, a refused connection or a 502/503/504 is retried
+# with the same exponential backoff for `retry_for` seconds; a refusal
+# (4xx, 500) is not retried. The session is made lazily inside the running
+# loop and closed by close().
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+
+from letterbox.auth_options import AuthOptions
+from letterbox.client.broker_moves import (
+    DEFAULT_RETRY_SECONDS,
+    FIRST_BACKOFF,
+    HTTP_TIMEOUT,
+    MAX_BACKOFF,
+    RETRIED_STATUSES,
+    Move,
+    move_answer,
+    move_request,
+    parse_admin_url,
+    unreachable,
+)
+
+
+class AsyncBrokerMoves:
+    """One aiohttp session to one broker's admin API, used from one event loop."""
+
+    def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None,
+                 retry_for: float = DEFAULT_RETRY_SECONDS) -> None:
+        if not retry_for >= 0:
+            raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
+        parsed = parse_admin_url(admin_url)
+        self.admin_url = admin_url.rstrip("/")
+        self.retry_for = retry_for
+        self._auth = auth or AuthOptions()
+        self._ssl = self._auth.ssl_context() if parsed.scheme == "https" else None
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def move(self, move: Move) -> bool:
+        """Perform `move`; True if the message was moved, False if it was already acknowledged."""
+        path, body = move_request(move)
+        status, payload = await self._post(path, body)
+        return move_answer(move, status, payload)
+
+    async def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        deadline = time.monotonic() + self.retry_for
+        backoff = FIRST_BACKOFF
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                headers = {"Content-Type": "application/json", **self._auth.http_headers()}
+                async with self._client().post(self.admin_url + path, data=body, headers=headers,
+                                               ssl=self._ssl if self._ssl is not None else True) as resp:
+                    status, payload = resp.status, await resp.read()
+                if status not in RETRIED_STATUSES:
+                    return status, payload
+                problem = f"HTTP {status} {payload[:200]!r}"
+            except (TimeoutError, OSError, aiohttp.ClientError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise unreachable(self.admin_url, attempts, self.retry_for, problem)
+            await asyncio.sleep(min(backoff, left))
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
