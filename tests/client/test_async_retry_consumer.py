@@ -22,7 +22,7 @@ from letterbox.client import (
     TerminateWithoutDeadLetterPolicy,
     dead_letter_topic_name,
 )
-from tests.client.test_retry_consumer import dlq_messages, new_topic
+from tests.client.test_retry_consumer import dlq_messages, killed_consumer_audit, new_topic
 from tests.conftest import BrokerProcess, _quiet_logger
 
 
@@ -175,3 +175,9 @@ def test_move_never_blocks_the_event_loop(broker: BrokerProcess) -> None:
     assert took >= 1.4
     assert worst < 0.05 + 0.1, worst  # 50 ms target, plus scheduling margin for a loaded machine
     assert ticks > 50
+
+
+def test_killed_async_consumer_never_duplicates_or_loses(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """The sync fault test with an AsyncRetryConsumer process killed at random around its moves:
+    exactly 200 dead letters and no retry published twice."""
+    killed_consumer_audit(broker, client, "tests.client.async_retry_worker")

