@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from letterbox.admin.admin_context import CLUSTER_KEY
 from letterbox.admin.http_errors import AdminError, error_response, no_content
 from letterbox.admin.request_parsing import DOMAIN, json_body, topic_name
-from letterbox.admin.server import CLUSTER_KEY
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = ClusterRoutes(admin)
     router.add_get("/admin/v2/clusters", routes.list_clusters)
     router.add_get("/admin/v2/clusters/{cluster}", routes.get_cluster)
@@ -33,7 +33,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
 
 
 class ClusterRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
 

@@ -44,7 +44,7 @@ from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
@@ -54,7 +54,7 @@ FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefor
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond")
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = DeadLetterRoutes(admin)
     router.add_get(NAMESPACE_BASE + "/letterbox/deadLetterTopics", routes.topics)
     router.add_get(TOPIC_BASE + "/letterbox/deadLetters", routes.messages)
@@ -117,7 +117,7 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
 
 
 class DeadLetterRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
 

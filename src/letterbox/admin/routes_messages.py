@@ -17,10 +17,10 @@ from letterbox.admin.topic_lookup import persistent_topic, subscription
 from letterbox.broker import subscription_admin as ops
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = MessageRoutes(admin)
     router.add_get(TOPIC_BASE + "/subscription/{subscription}/position/{n}", routes.peek)
     router.add_get(TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}", routes.by_id)
@@ -28,7 +28,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
 
 
 class MessageRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
 
     async def peek(self, request: web.Request) -> web.Response:

@@ -34,13 +34,13 @@ from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_M
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 Validator = Callable[[Any], Any]  # request body -> the value stored
 MAX_INT32 = 2**31 - 1
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = PolicyRoutes(admin)
     for path, key, validate in (
         ("/deduplication", np.DEDUP, _dedup),
@@ -55,7 +55,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
 
 
 class PolicyRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.policies = admin.service.namespace_policies
 

@@ -39,10 +39,10 @@ from letterbox.security.authorization import (
 )
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = PermissionRoutes(admin)
     ns = NAMESPACE_BASE + "/permissions"
     router.add_get(ns, routes.list_namespace)
@@ -65,7 +65,7 @@ async def _actions(request: web.Request) -> list[str]:
 
 
 class PermissionRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
         self.authz = admin.service.authorization

@@ -19,14 +19,14 @@ from letterbox.broker.namespace_limits import check_new_subscription
 from letterbox.broker.topic import PersistentTopic
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
     from letterbox.broker.subscription import Subscription
 
 SUB = TOPIC_BASE + "/subscription/{subscription}"
 LATEST = 2**63 - 1
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = SubscriptionRoutes(admin)
     router.add_get(TOPIC_BASE + "/subscriptions", routes.list_subscriptions)
     router.add_put(SUB, routes.create)
@@ -67,7 +67,7 @@ def message_position(topic: PersistentTopic, body: Any, default_latest: bool = T
 
 
 class SubscriptionRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
 

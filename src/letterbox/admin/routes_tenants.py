@@ -21,10 +21,10 @@ from letterbox.security.authorization import (
 )
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = TenantRoutes(admin)
     router.add_get("/admin/v2/tenants", routes.list_tenants)
     router.add_get("/admin/v2/tenants/{tenant}", routes.get_tenant)
@@ -39,7 +39,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
 
 
 class TenantRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
 

@@ -24,10 +24,10 @@ from letterbox.errors import NotAllowed
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
 
 
-def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
+def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = TopicRoutes(admin)
     router.add_get(NS_BASE, routes.list_topics)
     router.add_get(NS_BASE + "/partitioned", routes.list_partitioned)
@@ -43,7 +43,7 @@ def register(admin: AdminServer, router: web.UrlDispatcher) -> None:
 
 
 class TopicRoutes:
-    def __init__(self, admin: AdminServer) -> None:
+    def __init__(self, admin: AdminContext) -> None:
         self.admin = admin
         self.service = admin.service
 

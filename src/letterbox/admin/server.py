@@ -4,12 +4,10 @@
 # method), plus the HTTP lookup that lets the official clients use
 # http://host:<admin port> as their service URL, and Prometheus /metrics.
 #
-# This module owns the server's lifecycle and the lookups every route module
-# shares (tenants, namespaces, existing topics). The routes live in the
-# routes_*.py modules; each exposes register(admin, router) and build_app()
-# registers them all. Tenants, namespaces and registered clusters are kept in
-# the store's metadata map under the "tenant:", "namespace:" and "cluster/" key
-# prefixes. Every request passes security_middleware (authentication, then the
+# This module owns the server's lifecycle; what the routes share (lookups of
+# tenants, namespaces, existing topics) is AdminContext (admin_context.py),
+# which AdminServer extends. The routes live in the routes_*.py modules; each
+# exposes register(admin, router) and build_app() registers them all. Every request passes security_middleware (authentication, then the
 # route's rule from access_rules.py) before any route sees it.
 from __future__ import annotations
 
@@ -23,39 +21,30 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from letterbox.admin.http_errors import AdminError, errors_middleware, storage_guard
-from letterbox.admin.metrics import MetricsCache
+from letterbox.admin.admin_context import AdminContext
+from letterbox.admin.http_errors import errors_middleware, storage_guard
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
-from letterbox.admin.stats import StatsTracker
 from letterbox.broker.namespace_policies import NAMESPACE_KEY
-from letterbox.broker.topic import Topic
 from letterbox.security.authorization import TENANT_KEY
-from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
 
 log = logging.getLogger("letterbox.admin")
-CLUSTER_KEY = "cluster/"
 SEEDED_KEY = "admin:defaults-seeded"
 SAMPLE_SECONDS = 1.0
 
 
 
-class AdminServer:
+class AdminServer(AdminContext):
     def __init__(self, service: BrokerService) -> None:
-        self.service = service
-        self.port = 0  # bound http:// port (0: off)
-        self.tls_port = 0  # bound https:// port (0: off)
-        self.tracker = StatsTracker(service)
-        self.metrics = MetricsCache(service, self.tracker)
+        super().__init__(service)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------
     def build_app(self) -> web.Application:
-        # Imported here: the route modules import this one for AdminServer.
         from letterbox.admin import (
             routes_cluster,
             routes_dead_letters,
@@ -72,7 +61,7 @@ class AdminServer:
                               # credentials before names: a stranger learns nothing
                               middlewares=[errors_middleware, security_middleware(self.service),
                                            validate_names, storage_guard(self.service.store.health)])
-        registrars: list[Callable[[AdminServer, web.UrlDispatcher], None]] = [
+        registrars: list[Callable[[AdminContext, web.UrlDispatcher], None]] = [
             routes_cluster.register,
             routes_tenants.register,
             routes_topics.register,
@@ -136,56 +125,3 @@ class AdminServer:
             await store.put_metadata(TENANT_KEY + "public", json.dumps(info))
             await store.put_metadata(NAMESPACE_KEY + "public/default", json.dumps({}))
             await store.put_metadata(SEEDED_KEY, "1")
-
-    # --- shared lookups ----------------------------------------------------------
-    def tenants(self) -> list[str]:
-        return [k[len(TENANT_KEY):] for k, _ in self.service.store.metadata_items(TENANT_KEY)]
-
-    def namespaces(self, tenant: str) -> list[str]:
-        prefix = f"{NAMESPACE_KEY}{tenant}/"
-        return [k[len(NAMESPACE_KEY):] for k, _ in self.service.store.metadata_items(prefix)]
-
-    def registered_clusters(self) -> dict[str, str]:
-        """Clusters registered by PUT (not this broker's own): name -> ClusterData JSON."""
-        return {k[len(CLUSTER_KEY):]: v for k, v in self.service.store.metadata_items(CLUSTER_KEY)}
-
-    def require_tenant(self, tenant: str) -> None:
-        if self.service.store.get_metadata(TENANT_KEY + tenant) is None:
-            raise AdminError(404, f"Tenant {tenant} does not exist")
-
-    def namespace_exists(self, ns: str) -> bool:
-        return self.service.store.get_metadata(NAMESPACE_KEY + ns) is not None
-
-    def require_namespace(self, ns: str) -> None:
-        if not self.namespace_exists(ns):
-            raise AdminError(404, f"Namespace {ns} does not exist")
-
-    def namespace_topics(self, ns: str) -> list[str]:
-        """The topics of a namespace; 404 when it has none and does not exist."""
-        topics = self.service.list_topics(ns)
-        if not topics and not self.namespace_exists(ns):
-            raise AdminError(404, f"Namespace {ns} does not exist")
-        return topics
-
-    def host(self, request: web.Request) -> str:
-        cfg = self.service.config
-        host = cfg.advertised_address
-        if not host:
-            sock = request.transport.get_extra_info("sockname") if request.transport else None
-            host = sock[0] if sock else "127.0.0.1"
-        if ":" in host and not host.startswith("["):
-            host = f"[{host}]"
-        return host
-
-    def existing_topic(self, name: TopicName) -> Topic:
-        """A loaded or stored non-partitioned topic (or partition); 404 otherwise."""
-        if self.service.partitions_of(name) > 0:
-            raise AdminError(
-                404, f"Topic {name} is a partitioned topic; use partitioned-stats or its partitions"
-            )
-        topic = self.service.topics.get(str(name))
-        if topic is not None:
-            return topic
-        if not self.service.topic_exists(name):
-            raise AdminError(404, f"Topic {name} not found")
-        return self.service.get_topic(name, create=False)

@@ -10,12 +10,12 @@ from letterbox.admin.http_errors import AdminError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.admin.server import AdminServer
+    from letterbox.admin.admin_context import AdminContext
     from letterbox.broker.subscription import Subscription
     from letterbox.broker.topic import PersistentTopic
 
 
-def persistent_topic(admin: AdminServer, name: TopicName, what: str) -> PersistentTopic:
+def persistent_topic(admin: AdminContext, name: TopicName, what: str) -> PersistentTopic:
     """A non-partitioned persistent topic (or one partition); `what` names the
     operation in the error of a partitioned or non-persistent topic."""
     if not name.persistent:
@@ -27,7 +27,7 @@ def persistent_topic(admin: AdminServer, name: TopicName, what: str) -> Persiste
     return admin.service.persistent_topic(name, create=False)
 
 
-def partition_targets(admin: AdminServer, name: TopicName, what: str) -> list[PersistentTopic]:
+def partition_targets(admin: AdminContext, name: TopicName, what: str) -> list[PersistentTopic]:
     """The topic itself, or every partition of a partitioned topic."""
     if not name.persistent:
         raise AdminError(405, f"{what} on a non-persistent topic is not allowed")
