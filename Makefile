@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= data
 
-.PHONY: run test lint typecheck unit proto bench clean
+.PHONY: run test lint typecheck unit proto bench bench-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: lint typecheck unit
 proto:
 	$(BIN)/pip install -q -e '.[dev]'
 	cd src && PATH=$(abspath $(BIN)):$$PATH ../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --mypy_out=. letterbox/protocol/pulsar_api.proto
+
+# letterbox side by side with NATS JetStream (installs nats-server with apt-get as root, and nats-py)
+bench-peers: $(STAMP)
+	$(BIN)/python benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
