@@ -63,6 +63,12 @@ BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move 
     ("letterbox_storage_faults_total", "counter", "Storage commits that failed on a storage fault"),
     ("letterbox_move_storage_failures_total", "counter",
      "Move transactions that failed in storage (nothing moved), by operation"),
+    # publish backpressure (broker/flow_control.py)
+    ("letterbox_publish_buffer_bytes", "gauge", "Bytes of SENDs awaiting storage and unfinished frames, all connections"),
+    ("letterbox_connections_paused", "gauge", "Connections not being read now (publish backpressure)"),
+    ("letterbox_connection_read_pauses_total", "counter", "Times a connection stopped being read (publish backpressure)"),
+    ("letterbox_publish_buffer_pauses_total", "counter",
+     "Of those, pauses while all connections' bytes exceeded maxMessagePublishBufferSizeInMB"),
 )
 FAMILY_NAMES = tuple(f[0] for f in (*TOPIC_FAMILIES, *SUBSCRIPTION_FAMILIES, DEAD_LETTER_FAMILY))
 
@@ -164,6 +170,11 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
                     ("letterbox_storage_faults_total", "", health.faults_total)]
     snap.broker += [("letterbox_move_storage_failures_total", f',operation="{_escape(op)}"', n)
                     for op, n in sorted(service.stats.storage_failures_by_operation.items())]
+    buf = service.publish_buffer
+    snap.broker += [("letterbox_publish_buffer_bytes", "", buf.total),
+                    ("letterbox_connections_paused", "", len(buf.paused)),
+                    ("letterbox_connection_read_pauses_total", "", buf.pauses_total),
+                    ("letterbox_publish_buffer_pauses_total", "", buf.global_pauses_total)]
     return snap
 
 

@@ -136,7 +136,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         _publish(cnx, producer, c, hp, num, meta.publish_time, _deliver_at(meta))
         return
     # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
-    cnx.guard.publish_started(len(hp))
+    cnx.flow.publish_started(len(hp))
     task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, payload, meta))
     producer.checking = task
     cnx.service.track(task)
@@ -166,7 +166,7 @@ async def _check_off_loop(
             assert frame.headers_and_payload is not None
             _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time, _deliver_at(meta))
     finally:
-        cnx.guard.publish_done(len(frame.headers_and_payload or b""))
+        cnx.flow.publish_done(len(frame.headers_and_payload or b""))
         if producer.checking is asyncio.current_task():
             producer.checking = None
 
@@ -199,7 +199,7 @@ def _publish(
     except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
-    cnx.guard.publish_started(len(hp))
+    cnx.flow.publish_started(len(hp))
     _chain(cnx, producer, fut, seq, highest, len(hp))
 
 
@@ -234,7 +234,7 @@ def _chain(
     pending_bytes: int = 0,
 ) -> None:
     """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts;
-    `pending_bytes` are given back to the connection's backpressure guard once `fut` is done
+    `pending_bytes` are given back to the connection's flow control once `fut` is done
     (in the same callback: one loop callback per SEND)."""
     if fut is None:
         # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
@@ -242,7 +242,7 @@ def _chain(
         return
 
     def on_durable(f: asyncio.Future[Position]) -> None:
-        cnx.guard.publish_done(pending_bytes)
+        cnx.flow.publish_done(pending_bytes)
         if f.cancelled() or f.exception() is not None:
             err = f.exception() if not f.cancelled() else None
             # a storage fault is logged once by the store (degraded); a resend must not be

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from letterbox.broker import handlers_auth, handlers_consumer, handlers_producer, handlers_topic
 from letterbox.broker.connection_guard import ConnectionGuard
+from letterbox.broker.flow_control import FlowControl
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
 from letterbox.security.tls import peer_common_name
@@ -44,7 +45,7 @@ class ServerCnx(asyncio.Protocol):
         self.refresh_timer: asyncio.TimerHandle | None = None
         self.refusal_timer: asyncio.TimerHandle | None = None
         self._input_held = False
-        self._reading = True  # the transport's reading state (hold_input and the guard's backpressure)
+        self._reading = True  # the transport's reading state (hold_input and flow control)
         # why this connection's credentials were refused (every request now gets it)
         self.refusal: str | None = None
         self.proto = ServerProtocol(max_frame_size=service.config.max_message_size + FRAME_PADDING)
@@ -61,8 +62,10 @@ class ServerCnx(asyncio.Protocol):
         self._last_seen = time.monotonic()
         self._keepalive: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
-        # connection limits, CONNECT/frame time limits, backpressure (connection_guard.py)
+        # connection limits, CONNECT/frame time limits (connection_guard.py)
         self.guard = ConnectionGuard(self)
+        # publish backpressure: pending SENDs and bytes awaiting storage (flow_control.py)
+        self.flow = FlowControl(self, service.publish_buffer, service.config)
 
     # --- transport callbacks ---------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -105,6 +108,7 @@ class ServerCnx(asyncio.Protocol):
             return
         # frames held back (authentication in progress) are not a slow sender's
         self.guard.after_data(frames, self.proto.buffered, timing=not self._input_held)
+        self.flow.set_buffered(self.proto.buffered)
 
     def hold_input(self) -> None:
         """Handle no further frame until release_input() (authentication in progress)."""
@@ -118,8 +122,8 @@ class ServerCnx(asyncio.Protocol):
             self._process()
 
     def update_reading(self) -> None:
-        """Read from the socket unless input is held or backpressure (guard) says stop."""
-        reading = not (self._input_held or self.guard.paused)
+        """Read from the socket unless input is held or flow control says stop."""
+        reading = not (self._input_held or self.flow.paused)
         if reading != self._reading and self.transport is not None and not self.closed:
             self._reading = reading
             if reading:
@@ -130,6 +134,7 @@ class ServerCnx(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.guard.close()
+        self.flow.close()
         if self._keepalive is not None:
             self._keepalive.cancel()
         for timer in (self.refresh_timer, self.refusal_timer):

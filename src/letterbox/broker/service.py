@@ -15,7 +15,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
-from letterbox.broker.connection_guard import ConnectionLimiter, PublishBuffer
+from letterbox.broker.connection_guard import ConnectionLimiter
+from letterbox.broker.flow_control import PublishBuffer
 from letterbox.broker.message_expiry import MessageExpiryMonitor
 from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.namespace_policies import NamespacePolicyCache

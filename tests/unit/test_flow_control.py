@@ -1,0 +1,116 @@
+"""FlowControl without sockets: reading pauses when a connection's pending SENDs or bytes,
+or all connections' bytes, pass their limits and resumes at half; closing gives every byte
+back. (The first two tests moved here from test_connection_guard.py with the backpressure.)"""
+from __future__ import annotations
+
+from letterbox.broker.flow_control import FlowControl, PublishBuffer
+from letterbox.config import BrokerConfig
+
+MB = 1024 * 1024
+
+
+class FakeCnx:
+    """What flow control sees of ServerCnx: reading follows flow.paused."""
+
+    def __init__(self, shared: PublishBuffer, config: BrokerConfig) -> None:
+        self.reading = True
+        self.flow = FlowControl(self, shared, config)
+
+    def update_reading(self) -> None:
+        self.reading = not self.flow.paused
+
+
+def flows(config: BrokerConfig, n: int) -> list[tuple[FlowControl, FakeCnx]]:
+    shared = PublishBuffer(config)
+    out = []
+    for _ in range(n):
+        cnx = FakeCnx(shared, config)
+        out.append((cnx.flow, cnx))
+    return out
+
+
+def test_pending_requests_pause_and_resume_at_half() -> None:
+    [(flow, transport)] = flows(BrokerConfig(max_pending_publish_requests_per_connection=4), 1)
+    for _ in range(3):
+        flow.publish_started(100)
+    assert transport.reading
+    flow.publish_started(100)
+    assert not transport.reading
+    flow.publish_done(100)
+    assert not transport.reading  # 3 pending: above half
+    flow.publish_done(100)
+    assert transport.reading  # 2 pending: half
+    assert (flow.pauses, flow.resumes, flow.shared.pauses_total) == (1, 1, 1)
+    flow.close()
+    assert flow.shared.total == 0
+
+
+def test_shared_buffer_pauses_every_connection_that_adds_and_resumes_them_all() -> None:
+    cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=8, max_pending_bytes_per_connection=64 * MB)
+    (a, ta), (b, tb) = flows(cfg, 2)
+    a.set_buffered(1)  # a is in the middle of its next frame
+    a.publish_started(5 * MB)
+    b.publish_started(4 * MB)  # 9 MB > 8 MB
+    assert not tb.reading
+    assert ta.reading  # a reads on until its frame is complete ...
+    a.set_buffered(0)
+    a.publish_started(1)  # ... and pauses when that SEND is added
+    assert not ta.reading
+    assert a.shared.global_pauses_total == 2
+    a.publish_done(1)
+    b.publish_done(4 * MB)  # 5 MB: still above half
+    assert not ta.reading and not tb.reading
+    a.publish_done(5 * MB)
+    assert ta.reading and tb.reading
+    a.close()
+    b.close()
+    assert a.shared.total == 0
+
+
+def test_unfinished_frames_alone_over_the_limit_pause_their_connections() -> None:
+    cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=1, max_pending_bytes_per_connection=64 * MB)
+    (a, ta), (b, tb) = flows(cfg, 2)
+    a.set_buffered(MB // 2 + 1)
+    b.set_buffered(MB // 2)  # 1 MB + 1 byte of unfinished frames: many slow senders
+    assert not tb.reading and ta.reading
+    a.set_buffered(MB // 2 + 2)  # a reads more of its frame: now paused too
+    assert not ta.reading
+    b.close()  # (the frame timeout closed b)
+    assert ta.reading is False  # 512 KiB + 2 bytes: above half
+    a.set_buffered(0)
+    assert ta.reading
+
+
+def test_pending_bytes_pause_one_connection_only() -> None:
+    cfg = BrokerConfig(max_message_size=MB, max_pending_bytes_per_connection=4 * MB,
+                       max_message_publish_buffer_size_in_mb=-1)
+    (a, ta), (b, tb) = flows(cfg, 2)
+    for _ in range(4):
+        a.publish_started(MB)
+    assert ta.reading  # 4 MB: at the limit, not over
+    a.set_buffered(1)
+    assert not ta.reading and tb.reading
+    b.publish_started(MB)
+    assert tb.reading
+    a.publish_done(MB)
+    a.publish_done(MB)
+    assert not ta.reading  # 2 MB + 1 byte: above half
+    a.set_buffered(0)
+    assert ta.reading
+
+
+def test_per_connection_byte_limit_never_below_two_maximum_frames() -> None:
+    [(flow, _)] = flows(BrokerConfig(max_message_size=5 * MB, max_pending_bytes_per_connection=1), 1)
+    assert flow.max_bytes >= 2 * 5 * MB
+
+
+def test_close_gives_back_the_bytes_and_resumes_the_others() -> None:
+    cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=8, max_pending_bytes_per_connection=64 * MB)
+    (a, ta), (b, tb) = flows(cfg, 2)
+    a.publish_started(9 * MB)
+    b.publish_started(100)
+    assert not ta.reading and not tb.reading
+    a.close()  # the connection went away with its SENDs unreceipted
+    assert a.shared.total == 100 and tb.reading
+    a.publish_done(9 * MB)  # a late receipt callback after close changes nothing
+    assert a.shared.total == 100
