@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from letterbox.clock import CLOCK_KINDS
+
 ENV_PREFIX = "LETTERBOX_"
 SYNC_MODES = ("full", "normal", "off")
 # authenticationProviders: our short names and Pulsar's provider class names
@@ -96,6 +98,10 @@ class BrokerConfig:
     max_subscriptions_per_topic: int = 0  # maxSubscriptionsPerTopic
     max_unacked_messages_per_consumer: int = 50_000  # maxUnackedMessagesPerConsumer
     max_unacked_messages_per_subscription: int = 200_000  # maxUnackedMessagesPerSubscription
+    # --- the broker's clock (letterbox/clock.py): "manual" moves only through
+    # POST /admin/v2/letterbox/clock/advance, for tests; refused unless allow_test_clock
+    clock: str = "real"
+    allow_test_clock: bool = False
 
     def validate(self) -> BrokerConfig:
         for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):
@@ -125,7 +131,18 @@ class BrokerConfig:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
         self._validate_limits()
         self._validate_security()
+        self._validate_clock()
         return self
+
+    def _validate_clock(self) -> None:
+        if self.clock not in CLOCK_KINDS:
+            raise ConfigError(f"clock must be one of {', '.join(CLOCK_KINDS)}, got {self.clock!r}")
+        if self.clock == "manual" and not self.allow_test_clock:
+            raise ConfigError(
+                "clock 'manual' stops the broker's time (backoff, delayed delivery, TTL) until a test "
+                "advances it, so it is for tests only: add --allow-test-clock "
+                "(allow_test_clock = true, LETTERBOX_ALLOW_TEST_CLOCK=1) to run it"
+            )
 
     def _validate_limits(self) -> None:
         for name in (

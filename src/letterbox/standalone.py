@@ -79,7 +79,9 @@ def startup_line(standalone: Standalone) -> str:
     if auth.enabled and auth.anonymous_role:
         authn += f", anonymous role {auth.anonymous_role!r}"
     authz = "authorization on" if cfg.authorization_enabled else "authorization off"
-    return f"{', '.join(parts)}; {authn}, {authz}"
+    clock = "; manual clock (tests only: time moves through POST /admin/v2/letterbox/clock/advance)" \
+        if service.clock.manual else ""
+    return f"{', '.join(parts)}; {authn}, {authz}{clock}"
 
 
 async def run(config: BrokerConfig) -> None:

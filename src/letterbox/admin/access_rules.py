@@ -6,7 +6,8 @@
 #   OPEN          no credentials at all (/metrics, as Pulsar's default
 #                 authenticateMetricsEndpoint=false);
 #   SUPER_USER    clusters, broker health, tenant create/update/delete and the
-#                 tenant listing (Pulsar's validateSuperUserAccess);
+#                 tenant listing (Pulsar's validateSuperUserAccess), the broker's
+#                 clock (read and advance, for tests);
 #   TENANT_ADMIN  a super user or an admin role of the {tenant} in the path
 #                 (namespaces, policies, permissions, topic create/delete,
 #                 redrive and purge);
@@ -15,8 +16,8 @@
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, dead
-#                 letters listing); on a namespace path, consume granted on the
-#                 namespace (topic listings).
+#                 letters listing, poison suspects); on a namespace path,
+#                 consume granted on the namespace (topic listings).
 # Super users and the tenant's admins pass every rule of their scope. Routes
 # that write to a topic named in the body (move, redrive, a namespace's
 # deadLetterTopic) check the caller's right on that topic themselves.
@@ -53,6 +54,8 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", _CLUSTER): S, ("PUT", _CLUSTER): S, ("POST", _CLUSTER): S, ("DELETE", _CLUSTER): S,
     ("GET", "/admin/v2/brokers/health"): S,
     ("GET", "/admin/v2/tenants"): S,
+    ("GET", "/admin/v2/letterbox/clock"): S,  # the broker's clock (tests): broker-wide
+    ("POST", "/admin/v2/letterbox/clock/advance"): S,
     ("PUT", _TENANT): S, ("POST", _TENANT): S, ("DELETE", _TENANT): S,
     # tenant admin
     ("GET", _TENANT): A,
@@ -99,6 +102,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 
 _REGEX_PART = re.compile(r"\{(\w+):[^}]*\}")

@@ -1,6 +1,7 @@
 # GET /metrics: Prometheus text exposition (format 0.0.4) with Pulsar's
 # metric names and labels (cluster, namespace, topic, subscription) where
-# Pulsar has one, plus letterbox's own dead-letter counters by reason.
+# Pulsar has one, plus letterbox's own dead-letter counters and rates by reason
+# and the per-subscription poison-suspect gauge.
 # Cost at scale (20,000 topics make ~40 MB of text): collect() reads the
 # broker's numbers on the event loop in slices of SLICE topics and yields
 # between slices, so no client waits behind more than one slice;
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from letterbox.broker.poison_suspects import suspect_count
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
@@ -70,6 +72,15 @@ BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move 
     ("letterbox_publish_buffer_pauses_total", "counter",
      "Of those, pauses while all connections' bytes exceeded maxMessagePublishBufferSizeInMB"),
 )
+# letterbox's early warning (broker/poison_suspects.py, broker/dead_letter_rate.py)
+POISON_FAMILY = (
+    "letterbox_subscription_poison_suspects", "gauge",
+    "Unacknowledged messages redelivered more than half the times the dead-letter policy allows",
+)
+DEAD_LETTER_RATE_FAMILY = (
+    "letterbox_dead_letter_rate", "gauge",
+    "Messages moved to a dead letter topic per second, over the last 60 s of the broker's clock, by reason",
+)
 FAMILY_NAMES = tuple(f[0] for f in (*TOPIC_FAMILIES, *SUBSCRIPTION_FAMILIES, DEAD_LETTER_FAMILY))
 
 Number = int | float
@@ -90,6 +101,8 @@ class Snapshot:
     sub_values: list[list[Number]] = field(  # one column per SUBSCRIPTION_FAMILIES entry
         default_factory=lambda: [[] for _ in SUBSCRIPTION_FAMILIES])
     dead_letters: list[tuple[str, int]] = field(default_factory=list)  # (reason, count)
+    sub_poison: list[Number] = field(default_factory=list)  # POISON_FAMILY, one per subscription
+    dead_letter_rates: list[tuple[str, float]] = field(default_factory=list)  # (reason, per second)
     # broker-wide samples: (family, labels beyond cluster, value), families in BROKER_FAMILIES
     broker: list[tuple[str, str, Number]] = field(default_factory=list)
 
@@ -140,8 +153,10 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
             continue
         index = len(snap.topics)
         subs = sorted(getattr(topic, "subscriptions", {}).items())
+        persistent = isinstance(topic, PersistentTopic)
         msg_out = consumers = 0
         for sname, sub in subs:
+            snap.sub_poison.append(suspect_count(sub) if persistent else 0)
             msg_out += tracker.sub_msg_out(tname, sname, list(sub.consumers))
             consumers += len(sub.consumers)
             snap.sub_topic.append(index)
@@ -164,6 +179,7 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         ), strict=True):
             col.append(value)
     snap.dead_letters = sorted(service.stats.dead_letters_by_reason.items())
+    snap.dead_letter_rates = service.stats.dead_letter_rate.rates()
     health = service.store.health
     snap.broker += [("letterbox_storage_degraded", "", int(health.degraded)),
                     ("letterbox_storage_read_only", "", int(health.read_only)),
@@ -227,11 +243,14 @@ class Formatter:
             parts.extend(self._family(name, kind, help_text, labels, column, used))
         for (name, kind, help_text), column in zip(SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
             parts.extend(self._family(name, kind, help_text, sub_labels, column, used))
-        name, kind, help_text = DEAD_LETTER_FAMILY
-        parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
+        poison: list[Number] = snap.sub_poison if len(snap.sub_poison) == len(sub_labels) else [0] * len(sub_labels)
+        parts.extend(self._family(*POISON_FAMILY, sub_labels, poison, used))
         cluster = _escape(snap.cluster)
-        parts.extend(f'{name}{{cluster="{cluster}",reason="{_escape(r)}"}} {n}'.encode()
-                     for r, n in snap.dead_letters)
+        for (name, kind, help_text), samples in ((DEAD_LETTER_FAMILY, snap.dead_letters),
+                                                 (DEAD_LETTER_RATE_FAMILY, snap.dead_letter_rates)):
+            parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
+            parts.extend(f'{name}{{cluster="{cluster}",reason="{_escape(r)}"}} {_fmt(n)}'.encode()
+                         for r, n in samples)
         for name, kind, help_text in BROKER_FAMILIES:
             parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
             parts.extend(f'{name}{{cluster="{cluster}"{labels}}} {_fmt(v)}'.encode()

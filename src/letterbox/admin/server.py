@@ -46,12 +46,14 @@ class AdminServer(AdminContext):
     # --- lifecycle ---------------------------------------------------------------
     def build_app(self) -> web.Application:
         from letterbox.admin import (
+            routes_clock,
             routes_cluster,
             routes_dead_letters,
             routes_messages,
             routes_move,
             routes_namespace_policies,
             routes_permissions,
+            routes_poison,
             routes_subscriptions,
             routes_tenants,
             routes_topics,
@@ -70,6 +72,8 @@ class AdminServer(AdminContext):
             routes_namespace_policies.register,
             routes_permissions.register,
             routes_dead_letters.register,
+            routes_clock.register,
+            routes_poison.register,
         ]
         for register in registrars:
             register(self, app.router)

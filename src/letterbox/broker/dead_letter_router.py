@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from letterbox import failure
@@ -88,7 +87,7 @@ async def move_to_dead_letter(
     moved = 0
     async with service.store.transaction() as txn:
         await txn.lock(cursor)
-        now = int(time.time() * 1000)
+        now = service.clock.now_ms()  # stamps and publish time follow the broker's clock
         for eid in entry_ids:
             if cursor.is_acked(eid):
                 continue

@@ -5,7 +5,8 @@
 # decides): dead-lettered with reason "expired" where a dead-letter policy
 # applies, acknowledged otherwise (as Pulsar does); dead letter and retry
 # topics are left alone by a namespace TTL. Pulsar checks every few minutes; letterbox checks every
-# CHECK_SECONDS, so a message outlives its TTL by at most that much.
+# CHECK_SECONDS, so a message outlives its TTL by at most that much. Both the
+# check period and a message's age are read on the broker's clock (service.clock).
 from __future__ import annotations
 
 import asyncio
@@ -40,7 +41,7 @@ class MessageExpiryMonitor:
 
     async def _run(self) -> None:
         while True:
-            await asyncio.sleep(CHECK_SECONDS)
+            await self.service.clock.sleep(CHECK_SECONDS)
             try:
                 await self.check()
             except asyncio.CancelledError:

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -85,7 +84,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
         batched = size > 1 or req.batch_index >= 0
         if batched and not 0 <= req.batch_index < size:
             raise NotAllowed(f"batch index {req.batch_index} is outside the batch of {size} message(s)")
-        now = int(time.time() * 1000)
+        now = service.clock.now_ms()
         extra = dict(req.properties)
         if req.dead_letter_reason:
             stamps = dead_letter_stamps(sub, eid, req.dead_letter_reason, req.description, now,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from letterbox import failure
 from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.delayed_index import DelayedDeliveryTracker
+from letterbox.clock import Clock, Timer
 from letterbox.failure.decide import DELAYS_HONOURED
 from letterbox.protocol import parse_entry_metadata
 from letterbox.storage.entry import UNREAD
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 
 def now_ms() -> int:
+    """Wall time; the broker's own "now" is its clock's (RedeliveryTracker.now_ms)."""
     return int(time.time() * 1000)
 
 
@@ -43,9 +45,13 @@ class RedeliveryTracker:
         self.sub = sub
         self.epoch = 0  # bumped by seeks, so late outcomes for old positions are dropped
         self.msg_redelivered = 0
-        self._delayed = DelayedDeliveryTracker()
-        self._timer: asyncio.TimerHandle | None = None
+        self.clock: Clock = sub.topic.service.clock  # backoff and delays follow the broker's clock
+        self._delayed = DelayedDeliveryTracker(self.clock.now_ms)
+        self._timer: Timer | None = None
         self._timer_at = 0
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
 
     # --- the message's state, as decide() sees it ---------------------------------
     def state(self, entry_id: int) -> failure.DeliveryState:
@@ -64,7 +70,7 @@ class RedeliveryTracker:
     def redeliver(self, entry_ids: list[int], event: failure.Event) -> None:
         """Nack, ack timeout or redeliver-all of messages taken off their consumer."""
         self.msg_redelivered += len(entry_ids)
-        policy, now = self.sub.policy, now_ms()
+        policy, now = self.sub.policy, self.now_ms()
         outcomes = {e: failure.decide(self.state(e), event, policy, now) for e in entry_ids}
         self.sub.cursor.increment_redelivery(entry_ids)
         self._apply(outcomes)
@@ -73,7 +79,7 @@ class RedeliveryTracker:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
         away. True when the message was taken for the dead letter topic; otherwise the
         caller queues it again with the consumer's other pending messages."""
-        outcome = failure.decide(self.state(entry_id), failure.ConsumerGone(seen=True), self.sub.policy, now_ms())
+        outcome = failure.decide(self.state(entry_id), failure.ConsumerGone(seen=True), self.sub.policy, self.now_ms())
         self.sub.cursor.increment_redelivery([entry_id])
         if isinstance(outcome, failure.DeadLetter):
             self._apply({entry_id: outcome})
@@ -136,7 +142,7 @@ class RedeliveryTracker:
                 deliver_at = meta.deliver_at_time if meta.HasField("deliver_at_time") else None
             if deliver_at is not None:
                 outcome = failure.decide(self.state(eid), failure.Dispatch(deliver_at),
-                                         self.sub.policy, now_ms())
+                                         self.sub.policy, self.now_ms())
                 if isinstance(outcome, failure.DeliverAt):
                     at = max(at, outcome.at_ms)
         if at and self._delayed.add(eid, at):
@@ -151,7 +157,7 @@ class RedeliveryTracker:
             deliveries.pop_due(entry_id)
         policy = self.sub.policy
         if policy.dead_letter is not None or policy.backoff is not None:
-            deliveries.delivered(entry_id, now_ms())
+            deliveries.delivered(entry_id, self.now_ms())
 
     def delay(self, entry_id: int, deliver_at_ms: int) -> None:
         """Hold an entry back until `deliver_at_ms`, then queue it for dispatch."""
@@ -169,11 +175,11 @@ class RedeliveryTracker:
                 return
             self._timer.cancel()
         self._timer_at = due
-        self._timer = asyncio.get_running_loop().call_later(max(0.0, (due - now_ms()) / 1000), self._on_timer)
+        self._timer = self.clock.call_at(due, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
-        due = self._delayed.pop_due(now_ms())
+        due = self._delayed.pop_due(self.now_ms())
         if due:
             self.sub.dispatcher.park(due)
             self.sub.dispatcher.schedule()

@@ -22,8 +22,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -45,6 +43,7 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.topic import PersistentTopic
+    from letterbox.clock import Clock
     from letterbox.storage.transaction import Transaction
 
 CHUNK = 100
@@ -216,7 +215,8 @@ async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asynci
     budget = req.max_messages
     rate = min(max(req.rate_per_second, MIN_RATE), MAX_RATE) if req.rate_per_second else None
     chunk_size = CHUNK if not rate else max(1, min(CHUNK, int(rate)))
-    moved, started, resume = 0, time.monotonic(), 0
+    clock = topic.service.clock  # rate pauses follow the broker's clock (a test's manual one too)
+    moved, started, resume = 0, clock.now_ms(), 0
     while (budget is None or moved < budget) and not stop.is_set():
         size = chunk_size if budget is None else min(chunk_size, budget - moved)
         async with _lock(topic):
@@ -225,11 +225,21 @@ async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asynci
             break
         moved += count
         if rate:
-            ahead = moved / rate - (time.monotonic() - started)
+            ahead = moved / rate - (clock.now_ms() - started) / 1000
             if ahead > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), ahead)
+                await _pause(clock, stop, ahead)
     return moved
+
+
+async def _pause(clock: Clock, stop: asyncio.Event, seconds: float) -> None:
+    """Wait `seconds` of the broker's clock, or until `stop` is set."""
+    stopped = asyncio.ensure_future(stop.wait())
+    pause = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait((stopped, pause), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        pause.cancel()
 
 
 async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int,
@@ -260,7 +270,7 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
                     raise NotAllowed(f"cannot redrive {topic.name} into itself")
                 targets[str(name)] = service.persistent_topic(name, create=True)
         producer_name = f"{topic.name}-letterbox-redrive"
-        now = int(time.time() * 1000)
+        now = service.clock.now_ms()
         for dl, name in zip(chunk, names, strict=True):
             target = targets[str(name)]
             data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now)

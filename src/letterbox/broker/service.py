@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
 from letterbox.broker.connection_guard import ConnectionLimiter
+from letterbox.broker.dead_letter_rate import DeadLetterRate
 from letterbox.broker.flow_control import PublishBuffer
 from letterbox.broker.message_expiry import MessageExpiryMonitor
 from letterbox.broker.namespace_limits import check_new_topic
@@ -26,6 +27,7 @@ from letterbox.broker.topic import (
     PersistentTopic,
     Topic,
 )
+from letterbox.clock import Clock, RealClock, Timer, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
 from letterbox.security.authorization import AuthorizationService
@@ -47,14 +49,16 @@ HOUSEKEEPING_SECONDS = 60.0
 class BrokerStats:
     """Broker-wide counters (exposed by the metrics endpoint)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self.dead_letters_by_reason: dict[str, int] = {}
+        self.dead_letter_rate = DeadLetterRate(clock or RealClock())
         # storage transactions of message moves that failed (the messages stayed where they
         # were), by operation: dead_letter, move, redrive, purge, expire
         self.storage_failures_by_operation: dict[str, int] = {}
 
     def dead_lettered(self, reason: str, messages: int) -> None:
         self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + messages
+        self.dead_letter_rate.record(reason, messages)
 
     def storage_failed(self, operation: str) -> int:
         n = self.storage_failures_by_operation.get(operation, 0) + 1
@@ -66,10 +70,12 @@ class BrokerService:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.version = __version__
+        # every broker-side "now" and timer (letterbox/clock.py); manual only for tests
+        self.clock: Clock = make_clock(config.clock)
         self.data_dir_lock = DataDirLock(config.data_dir)
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
-        self.stats = BrokerStats()
+        self.stats = BrokerStats(self.clock)
         self.namespace_policies = NamespacePolicyCache(self)
         self.authentication = AuthenticationService(config)
         self.authorization = AuthorizationService(self)
@@ -89,7 +95,7 @@ class BrokerService:
         self._np_ledger_ids = itertools.count(1 << 40)
         self.started_at = time.time()
         self._tasks: set[asyncio.Future[None]] = set()
-        self._housekeeping: asyncio.TimerHandle | None = None
+        self._housekeeping: Timer | None = None
         self._failures_logged: set[tuple[str, float]] = set()
 
     # --- lifecycle -------------------------------------------------------
@@ -130,7 +136,7 @@ class BrokerService:
             f"pulsar://{cfg.bind}:{self.port}" if self.port else f"pulsar+ssl://{cfg.bind}:{self.tls_port}"
         )
         # retention by time (broker default or a namespace policy) runs on a clock
-        self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+        self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
 
     def _expire_retained(self) -> None:
@@ -140,8 +146,7 @@ class BrokerService:
                 topic.ledger.retention_ms > 0 or topic.ledger.retention_bytes >= 0
             ):
                 topic.ledger.trim()
-        loop = asyncio.get_running_loop()
-        self._housekeeping = loop.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+        self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     async def stop(self) -> None:
         await self.expiry.stop()
@@ -198,6 +203,7 @@ class BrokerService:
                 if not (create and self._may_auto_create(name)):
                     raise TopicNotFound(f"Topic {name} does not exist")
                 ledger = self.store.open_ledger(key)
+            ledger.clock_ms = self.clock.now_ms
             topic = PersistentTopic(self, name, ledger)
         self.topics[key] = topic
         return topic

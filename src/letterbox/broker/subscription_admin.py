@@ -14,7 +14,6 @@
 # subscription that marks redriven/purged dead letters never expires.
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import move_to_dead_letter
@@ -124,7 +123,7 @@ async def expire(
     alone under a namespace TTL). Returns the entries expired."""
     if sub.name == HANDLED_SUBSCRIPTION:
         return 0  # its acknowledgements are redrive/purge marks, not consumption
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = sub.topic.service.clock.now_ms() if now_ms is None else now_ms
     # the decision does not depend on a message's count: one per subscription
     state = DeliveryState(durable=sub.durable, topic_role=topic_role(str(sub.topic.name)))
     policy = sub.policy

@@ -31,6 +31,11 @@ def main() -> None:
 @click.option("--sync", type=click.Choice(["full", "normal", "off"]), help="Durability of receipts [full].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="TOML config file.")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@click.option("--clock", type=click.Choice(["real", "manual"]),
+              help="The broker's clock [real]; manual (tests only) moves only through "
+              "POST /admin/v2/letterbox/clock/advance and needs --allow-test-clock.")
+@click.option("--allow-test-clock/--no-allow-test-clock", "allow_test_clock", default=None,
+              help="Allow --clock manual (see docs/testing.md).")
 @security_options
 def standalone(
     data_dir: Path | None,
@@ -41,6 +46,8 @@ def standalone(
     sync: str | None,
     config_file: Path | None,
     log_level: str | None,
+    clock: str | None,
+    allow_test_clock: bool | None,
     pulsar_config: Path | None,
     **security: Any,
 ) -> None:
@@ -62,6 +69,8 @@ def standalone(
                 "advertised_address": advertised_address,
                 "sync": sync,
                 "log_level": log_level.upper() if log_level else None,
+                "clock": clock,
+                "allow_test_clock": allow_test_clock,
             },
         )
     except ConfigError as exc:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import click
 
 from letterbox.auth_flags import current_auth
-from letterbox.cli import admin_permissions
+from letterbox.cli import (
+    admin_permissions,
+    admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
+)
 from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import (
     AdminClient,

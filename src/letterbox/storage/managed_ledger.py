@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from array import array
 from collections.abc import Callable, Sequence
 from typing import Literal
+
+from letterbox.clock import wall_ms
 
 from .cache import LedgerCache
 from .entry import UNREAD, Entry
@@ -54,6 +55,8 @@ class ManagedLedger:
         created: bool = True,
     ) -> None:
         self._store = store
+        # "now" of retention by time: the broker sets its clock here (letterbox/clock.py)
+        self.clock_ms: Callable[[], int] = wall_ms
         self.name = name
         self.ledger_id = ledger_id
         self._first = first_entry_id
@@ -368,7 +371,7 @@ class ManagedLedger:
             return acked_upto
         cut = self._first - 1
         if self.retention_ms > 0:
-            keep_from = self.find_entry_by_publish_time(int(time.time() * 1000) - self.retention_ms).entry_id
+            keep_from = self.find_entry_by_publish_time(self.clock_ms() - self.retention_ms).entry_id
             cut = min(acked_upto, keep_from - 1)
         if self.retention_bytes >= 0 and self._size > self.retention_bytes and cut < acked_upto:
             over = self._size - self.retention_bytes - self._bytes_between(self._first, cut)

@@ -1,0 +1,183 @@
+"""The broker's manual clock (letterbox/clock.py, `--clock manual --allow-test-clock`):
+backoff, delayed delivery, dead-letter stamps and the namespace TTL follow it, so hours
+of broker time pass in a test by POST /admin/v2/letterbox/clock/advance."""
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.conftest import BrokerProcess, wait_until
+
+MIN = 60_000
+HOUR = 60 * MIN
+MULTIPLIER = 2.8  # 1 min, 2.8 min, 7.8 min, 22 min, then the 1 h cap
+MANUAL = ["--clock", "manual", "--allow-test-clock"]
+
+
+def clock_now(b: BrokerProcess) -> int:
+    status, body = call(b.admin_url, "GET", "/admin/v2/letterbox/clock")
+    assert status == 200, body
+    return int(body["nowMs"])
+
+
+def advance_to(b: BrokerProcess, target_ms: int) -> dict[str, Any]:
+    ms = target_ms - clock_now(b)
+    assert ms >= 0
+    status, body = call(b.admin_url, "POST", f"/admin/v2/letterbox/clock/advance?ms={ms}")
+    assert status == 200, body
+    assert body["nowMs"] == target_ms
+    return body  # type: ignore[no-any-return]
+
+
+def sub_stats(b: BrokerProcess, topic: str, sub: str) -> dict[str, Any]:
+    status, body = call(b.admin_url, "GET", "/admin/v2/" + topic.replace("://", "/") + "/stats")
+    assert status == 200, body
+    return body["subscriptions"][sub]  # type: ignore[no-any-return]
+
+
+def nothing_within(consumer: pulsar.Consumer, ms: int = 150) -> bool:
+    try:
+        msg = consumer.receive(ms)
+    except pulsar.Timeout:
+        return True
+    raise AssertionError(f"received {msg.data()!r} (redelivery {msg.redelivery_count()}) too early")
+
+
+def test_backoff_1min_to_1h_over_5_retries_and_2h_ttl_by_advancing_the_clock(tmp_path: Path) -> None:
+    b = BrokerProcess(tmp_path / "data", args=MANUAL).start()
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://public/default/clock-{uuid.uuid4().hex[:8]}"
+        status, body = call(b.admin_url, "POST", "/admin/v2/namespaces/public/default/messageTTL", "7200")
+        assert status == 204, body
+        # "idle" never consumes: the 2 h TTL is what empties it (no dead-letter policy: acked)
+        client.subscribe(topic, "idle", consumer_type=pulsar.ConsumerType.Shared,
+                         initial_position=pulsar.InitialPosition.Earliest).close()
+        consumer = client.subscribe(
+            topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+            initial_position=pulsar.InitialPosition.Earliest, negative_ack_redelivery_delay_ms=50,
+            properties={"letterbox.backoff.min_ms": str(MIN), "letterbox.backoff.max_ms": str(HOUR),
+                        "letterbox.backoff.multiplier": repr(MULTIPLIER), "letterbox.dlq.max_redeliveries": "5"})
+        t0 = clock_now(b)
+        producer = client.create_producer(topic)
+        producer.send(b"good")
+        producer.send(b"poison")
+        producer.send(b"delayed", deliver_at=t0 + 2 * MIN)  # delayed delivery on the broker's clock
+        wall_start = time.monotonic()
+
+        got = {}
+        for _ in range(2):
+            msg = consumer.receive(10_000)
+            got[msg.data()] = msg
+        assert set(got) == {b"good", b"poison"}
+        assert got[b"poison"].redelivery_count() == 0
+        consumer.acknowledge(got[b"good"])
+        published = max(m.publish_timestamp() for m in got.values())
+        consumer.negative_acknowledge(got[b"poison"])
+
+        delays = [int(min(MIN * MULTIPLIER ** n, HOUR)) for n in range(5)]
+        assert delays[0] == MIN and delays[-1] == HOUR
+        delivered_at = t0  # the poison's last delivery, on the broker's clock
+        delayed_seen = False
+        for retry, delay in enumerate(delays, start=1):
+            # the nack has reached the broker: the poison is held (with "delayed" until it is due)
+            held = 1 if delayed_seen else 2
+            assert wait_until(lambda: sub_stats(b, topic, "work")["msgDelayed"] == held)  # noqa: B023
+            due = delivered_at + delay
+            if not delayed_seen and t0 + 2 * MIN <= due:
+                advance_to(b, t0 + 2 * MIN - 1)
+                assert nothing_within(consumer)
+                advance_to(b, t0 + 2 * MIN)
+                msg = consumer.receive(10_000)
+                assert msg.data() == b"delayed" and msg.redelivery_count() == 0
+                consumer.acknowledge(msg)
+                delayed_seen = True
+            advance_to(b, due - 1)
+            assert nothing_within(consumer), f"retry {retry} came before its {delay} ms backoff"
+            advance_to(b, due)
+            msg = consumer.receive(10_000)
+            assert msg.data() == b"poison"
+            assert msg.redelivery_count() == retry
+            delivered_at = due
+            consumer.negative_acknowledge(msg)
+        assert delayed_seen
+
+        # the 6th failure is one more than 5 redeliveries: dead-lettered, stamped on the clock
+        dlq = client.subscribe(topic + "-work-DLQ", "check", initial_position=pulsar.InitialPosition.Earliest)
+        dead = dlq.receive(10_000)
+        props = dead.properties()
+        assert dead.data() == b"poison"
+        assert props["DEAD_LETTER_REASON"] == "max-redeliveries"
+        assert props["DELIVERY_COUNT"] == "6"
+        assert int(props["FIRST_DELIVERY_TIME"]) == t0
+        assert int(props["LAST_DELIVERY_TIME"]) == delivered_at
+        assert int(props["DEAD_LETTER_TIME"]) == delivered_at == clock_now(b)
+        assert delivered_at - t0 == sum(delays)  # 1 min -> 1 h over 5 retries: ~93 min of broker time
+        assert wait_until(lambda: sub_stats(b, topic, "work")["msgBacklog"] == 0)
+        assert nothing_within(consumer)
+
+        # TTL: nothing expires before 2 h after publication, everything right after
+        assert sub_stats(b, topic, "idle")["msgBacklog"] == 3
+        advance_to(b, published + 2 * HOUR - 1000)
+        time.sleep(0.2)  # a wrong expiry would run now; give it the chance to show
+        assert sub_stats(b, topic, "idle")["msgBacklog"] == 3
+        advance_to(b, published + 2 * HOUR + 1000)
+        assert wait_until(lambda: sub_stats(b, topic, "idle")["msgBacklog"] == 0)
+        wall = time.monotonic() - wall_start
+        # hours of broker time; the wall clock only shows it did not really wait
+        assert wall < 60, f"took {wall:.1f} s of wall time"
+        print(f"manual clock: {(clock_now(b) - t0) / HOUR:.2f} h of broker time in {wall:.2f} s of wall time")
+        dlq.close()
+        consumer.close()
+        producer.close()
+    finally:
+        client.close()
+        code = b.stop()
+    assert code == 0, b.log()
+
+
+def test_manual_clock_is_refused_without_allow_test_clock(tmp_path: Path) -> None:
+    b = BrokerProcess(tmp_path / "data", args=["--clock", "manual"]).start(expect_ready=False)
+    assert b.exited.wait(30)
+    assert b.proc is not None and b.proc.wait(10) == 2
+    assert "--allow-test-clock" in b.log()
+    assert "for tests only" in b.log()
+    assert not b.ports
+
+
+@pytest.mark.parametrize("env", [{"LETTERBOX_CLOCK": "manual"}, {"LETTERBOX_CLOCK": "sundial"}])
+def test_clock_settings_from_the_environment_are_validated(tmp_path: Path, env: dict[str, str]) -> None:
+    b = BrokerProcess(tmp_path / "data", env=env).start(expect_ready=False)
+    assert b.exited.wait(30)
+    assert b.proc is not None and b.proc.wait(10) == 2
+    assert ("--allow-test-clock" if env["LETTERBOX_CLOCK"] == "manual" else "clock must be one of real, manual") \
+        in b.log()
+
+
+def test_advance_errors(tmp_path: Path, broker_factory: Any) -> None:
+    real = broker_factory(tmp_path / "real")
+    status, body = call(real.admin_url, "POST", "/admin/v2/letterbox/clock/advance?ms=1000")
+    assert status == 409 and "--clock manual --allow-test-clock" in body["reason"]
+    status, body = call(real.admin_url, "GET", "/admin/v2/letterbox/clock")
+    assert status == 200 and body["clock"] == "real"
+    assert abs(body["nowMs"] - time.time() * 1000) < 60_000
+
+    manual = broker_factory(tmp_path / "manual", env={"LETTERBOX_CLOCK": "manual",
+                                                        "LETTERBOX_ALLOW_TEST_CLOCK": "true"})
+    assert "manual clock" in manual.startup_line
+    before = clock_now(manual)
+    for query, needle in [("", "is required"), ("?ms=abc", "whole number"), ("?ms=1.5", "whole number"),
+                          ("?ms=-5", "only moves"), ("?ms=99999999999999999", "at most ten years")]:
+        status, body = call(manual.admin_url, "POST", "/admin/v2/letterbox/clock/advance" + query)
+        assert status == 400 and needle in body["reason"], (query, body)
+    assert clock_now(manual) == before, "a refused advance must not move the clock"
+    status, body = call(manual.admin_url, "POST", "/admin/v2/letterbox/clock/advance?ms=2500")
+    assert status == 200 and body["nowMs"] == before + 2500 and body["advancedMs"] == 2500
+    time.sleep(0.2)
+    assert clock_now(manual) == before + 2500, "a manual clock does not move on its own"
