@@ -5,6 +5,7 @@ awaiting storage past maxMessagePublishBufferSizeInMB pause another producer unt
 gone, and it then completes. No timing is asserted: states are polled with deadlines."""
 from __future__ import annotations
 
+import json
 import re
 import threading
 import urllib.request
@@ -134,3 +135,40 @@ def test_connection_gone_mid_frame_gives_its_bytes_back(broker_factory: Any) -> 
     assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") >= 700 * 1024)
     raw.close()
     assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 0, timeout=30)
+
+
+def test_consumer_that_never_reads_gets_no_more_than_its_socket_holds(broker_factory: Any) -> None:
+    """A backlog of 60 x 1 MiB and a raw consumer granting 1,000 permits that never reads its
+    socket: dispatch stops once the connection's output is full (pause_writing) instead of
+    building every permitted message in memory in one round; the consumer's pending map
+    holds ids only, and the rest stays in storage."""
+    broker: BrokerProcess = broker_factory()
+    topic = topic_name("stuck")
+    client = pulsar.Client(broker.url, operation_timeout_seconds=30, logger=_quiet_logger())
+    raw = RawConn(broker.port)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        backlog = 60
+        for i in range(backlog):
+            producer.send(bytes([i]) * MB)
+        raw.handshake()
+        raw.send(client_commands.subscribe(topic, "stuck", 1, 1, sub_type=1, initial_position=1))
+        raw.expect(T.SUCCESS)
+        raw.send(client_commands.flow(1, 1000))  # ... and never read again
+        path = topic.replace("persistent://", "")
+        url = f"{broker.admin_url}/admin/v2/persistent/{path}/stats"
+
+        def out() -> int:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                return int(json.load(resp)["subscriptions"]["stuck"]["msgOutCounter"])
+
+        # one dispatch round runs whole on the event loop before the stats request is served
+        assert wait_until(lambda: out() > 0)
+        sent = out()
+        # socket buffers (a few MB each way) + the 4 MiB write buffer: far fewer than the 60 permitted
+        assert sent < backlog // 2, sent
+        producer.send(b"one more")  # a new message does not get past the full connection either
+        assert out() == sent
+    finally:
+        raw.close()
+        client.close()

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("letterbox.cnx")
 KEEPALIVE_SECONDS = 30.0
+# output buffered past this is written at once rather than at the end of the loop pass, so
+# the transport's pause_writing stops dispatch before a round builds all of a consumer's
+# permits' worth of (large) messages in memory
+FLUSH_BYTES = 1024 * 1024
 T = pb.BaseCommand
 
 
@@ -58,6 +62,7 @@ class ServerCnx(asyncio.Protocol):
         self.remote = "?"
         self.protocol_version = 0
         self._out: list[bytes] = []
+        self._out_bytes = 0
         self._flush_scheduled = False
         self._last_seen = time.monotonic()
         self._keepalive: asyncio.TimerHandle | None = None
@@ -162,14 +167,17 @@ class ServerCnx(asyncio.Protocol):
         if self.closed:
             return
         self._out.append(data)
-        if not self._flush_scheduled:
+        self._out_bytes += len(data)
+        if self._out_bytes >= FLUSH_BYTES:
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:
-            out, self._out = self._out, []
+            out, self._out, self._out_bytes = self._out, [], 0
             self.transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     def close(self) -> None:
