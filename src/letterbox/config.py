@@ -102,6 +102,8 @@ class BrokerConfig:
     # POST /admin/v2/letterbox/clock/advance, for tests; refused unless allow_test_clock
     clock: str = "real"
     allow_test_clock: bool = False
+    # --- delivery attempt log (letterbox) ---
+    attempt_log_size: int = 10  # failed deliveries kept per message (the last N)
 
     def validate(self) -> BrokerConfig:
         for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):
@@ -130,6 +132,8 @@ class BrokerConfig:
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
         self._validate_limits()
+        if not 1 <= self.attempt_log_size <= 1000:
+            raise ConfigError(f"attempt_log_size must be between 1 and 1000, got {self.attempt_log_size}")
         self._validate_security()
         self._validate_clock()
         return self

@@ -22,6 +22,10 @@ DELIVERY_COUNT = "DELIVERY_COUNT"
 FIRST_DELIVERY_TIME = "FIRST_DELIVERY_TIME"
 LAST_DELIVERY_TIME = "LAST_DELIVERY_TIME"
 ORIGIN_PUBLISH_TIME = "ORIGIN_PUBLISH_TIME"
+# the attempt log of a dead letter (compact JSON, letterbox.failure.attempts) and the
+# client's text about its failure (a terminate's description, else its last nack reason)
+DELIVERY_ATTEMPTS = "DELIVERY_ATTEMPTS"
+FAILURE_DESCRIPTION = "FAILURE_DESCRIPTION"
 
 REASON_MAX_REDELIVERIES = "max-redeliveries"
 REASON_TERMINATED = "terminated"

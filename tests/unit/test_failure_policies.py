@@ -33,6 +33,7 @@ from letterbox.failure import (
     user_properties,
 )
 from letterbox.failure import consumer_properties as cp
+from letterbox.failure.attempts import Attempt
 
 
 @pytest.mark.parametrize(("text", "ms"), [
@@ -133,7 +134,8 @@ def test_stamps_table() -> None:
     props = {
         "user": "1", mp.REAL_TOPIC: "t", mp.ORIGIN_MESSAGE_ID: "1:2:-1:-1", mp.ORIGIN_PUBLISH_TIME: "5",
         **retry_stamps(3, 1000, "t-s-RETRY"),
-        **dead_letter_stamps("terminated", 9, "s", 4, 1, 2, "why"),
+        **dead_letter_stamps("terminated", 9, "s", 4, 1, 2, "why",
+                             attempts=[Attempt(1, 2, "c", "127.0.0.1:1", "terminated", "why")]),
     }
     assert set(props) - {"user"} == FAILURE_KEYS  # every stamp a move can add is in the table
     assert redriven_properties(props) == {

@@ -8,7 +8,9 @@
 # stamps are the failure core's table. A DLQ topic keeps its messages even
 # with no subscription (topics without cursors are never trimmed).
 # The stamps' counts and delivery times come from the subscription's
-# persisted delivery state (storage/delivery_state.py).
+# persisted delivery state (storage/delivery_state.py), and so does the
+# attempt log a dead letter carries (DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION:
+# delivery_attempts.py).
 from __future__ import annotations
 
 import logging
@@ -49,12 +51,13 @@ def dead_letter_stamps(
     now: int,
     last_delivery_counted: bool,
 ) -> dict[str, str]:
-    """The properties a dead letter gains: why, when, where from, and its deliveries.
-    `last_delivery_counted`: the redelivery count already includes the delivery that
-    failed last (a max-redeliveries decision counts it before deciding)."""
+    """The properties a dead letter gains: why, when, where from, its deliveries and
+    their attempt log. `last_delivery_counted`: the redelivery count already includes
+    the delivery that failed last (a max-redeliveries decision counts it before deciding)."""
     first, last = sub.cursor.deliveries.delivery_times(entry_id)
     count = sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)
-    return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description)
+    attempts = sub.tracker.log.final_attempts(entry_id, reason, description, now)
+    return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description, attempts)
 
 
 async def move_to_dead_letter(

@@ -37,6 +37,10 @@ class MemoryCursor:
             if not self.is_acked(e):
                 self.deliveries.increment(e)
 
+    def set_attempts(self, entry_id: int, rows: str) -> None:
+        if not self.is_acked(entry_id):
+            self.deliveries.attempts.set(entry_id, rows)
+
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         if due_ms is None:
             self.deliveries.pop_due(entry_id)

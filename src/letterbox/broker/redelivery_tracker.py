@@ -10,6 +10,9 @@
 #                   held again until t instead of being sent at once
 #   DeadLetter   -> moved to the dead letter topic (dead_letter_router.py); if
 #                   the move fails the message stays unacked and is queued again
+# Each failure event also adds an attempt to the message's delivery attempt log
+# (delivery_attempts.py), written with the count; `attempts()` and
+# `last_failure_reason()` read it (the API other modules use: sub.redelivery).
 # Invariants: after a nack round, counts are incremented and made durable
 # before the messages can be delivered again (on degraded storage they are
 # kept in memory and written once the store can); an outcome computed before
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 from letterbox import failure
 from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.delayed_index import DelayedDeliveryTracker
+from letterbox.broker.delivery_attempts import DeliveryAttempts
 from letterbox.clock import Clock, Timer
 from letterbox.failure.decide import DELAYS_HONOURED
 from letterbox.protocol import parse_entry_metadata
@@ -31,7 +35,9 @@ from letterbox.storage.entry import UNREAD
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
+    from letterbox.broker.consumer import Consumer
     from letterbox.broker.subscription import Subscription
+    from letterbox.failure.attempts import Attempt
     from letterbox.storage.entry import Entry
 
 
@@ -49,6 +55,7 @@ class RedeliveryTracker:
         self._delayed = DelayedDeliveryTracker(self.clock.now_ms)
         self._timer: Timer | None = None
         self._timer_at = 0
+        self.log = DeliveryAttempts(sub)
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -67,19 +74,21 @@ class RedeliveryTracker:
         )
 
     # --- messages that come back ---------------------------------------------------
-    def redeliver(self, entry_ids: list[int], event: failure.Event) -> None:
+    def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: Consumer | None = None) -> None:
         """Nack, ack timeout or redeliver-all of messages taken off their consumer."""
         self.msg_redelivered += len(entry_ids)
         policy, now = self.sub.policy, self.now_ms()
         outcomes = {e: failure.decide(self.state(e), event, policy, now) for e in entry_ids}
+        self.log.record(entry_ids, event, consumer)
         self.sub.cursor.increment_redelivery(entry_ids)
         self._apply(outcomes)
 
-    def consumer_gone(self, entry_id: int) -> bool:
+    def consumer_gone(self, entry_id: int, consumer: Consumer | None = None) -> bool:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
         away. True when the message was taken for the dead letter topic; otherwise the
         caller queues it again with the consumer's other pending messages."""
         outcome = failure.decide(self.state(entry_id), failure.ConsumerGone(seen=True), self.sub.policy, self.now_ms())
+        self.log.record([entry_id], failure.ConsumerGone(seen=True), consumer)
         self.sub.cursor.increment_redelivery([entry_id])
         if isinstance(outcome, failure.DeadLetter):
             self._apply({entry_id: outcome})
@@ -127,6 +136,15 @@ class RedeliveryTracker:
                     sub.dispatcher.schedule()
 
         sub.topic.service.track(asyncio.ensure_future(settle()))
+
+    # --- the attempt log -----------------------------------------------------------------
+    def attempts(self, entry_id: int, batch_index: int | None = None) -> list[Attempt]:
+        """The failed deliveries of an unacknowledged message, oldest first."""
+        return self.log.attempts(entry_id, batch_index)
+
+    def last_failure_reason(self, entry_id: int) -> str | None:
+        """The latest reason a client gave for a failure of the message, or None."""
+        return self.log.last_failure_reason(entry_id)
 
     # --- messages held back until a time --------------------------------------------
     def hold(self, entry: Entry) -> bool:

@@ -42,6 +42,7 @@ class Cursor(Protocol):
     def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int: ...
     def increment_redelivery(self, entry_ids: list[int]) -> None: ...
     def set_due(self, entry_id: int, due_ms: int | None) -> None: ...
+    def set_attempts(self, entry_id: int, rows: str) -> None: ...
     def acked_indexes(self, entry_id: int) -> frozenset[int]: ...
     async def flush(self) -> None: ...
 
@@ -62,6 +63,12 @@ class Subscription:
         self.topic_role = failure.topic_role(str(topic.name))
         # Pulsar's blockedSubscriptionOnUnackedMsgs (set by broker/unacked_limits.py)
         self.blocked_on_unacked = False
+
+    @property
+    def redelivery(self) -> RedeliveryTracker:
+        """The redelivery tracker: counts, delays and the attempt log (`attempts`,
+        `last_failure_reason`)."""
+        return self.tracker
 
     @property
     def policy(self) -> failure.FailurePolicy:
@@ -111,7 +118,7 @@ class Subscription:
             # that crashes its consumer still reaches the dead letter topic), while the
             # prefetched messages queued behind it were never seen and are not punished.
             head = next(iter(consumer.pending))
-            if self.tracker.consumer_gone(head):
+            if self.tracker.consumer_gone(head, consumer):
                 del consumer.pending[head]
         d.park(list(consumer.pending))
         consumer.pending.clear()
@@ -189,7 +196,7 @@ class Subscription:
             ids = [e for e in entry_ids if consumer.pending.pop(e, None) is not None]
             event = failure.Nack()
         if ids:
-            self.tracker.redeliver(ids, event)
+            self.tracker.redeliver(ids, event, consumer)
 
     def reset_to(self, next_entry_id: int) -> None:
         """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""

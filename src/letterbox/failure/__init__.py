@@ -12,6 +12,8 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
 - durations.py  the one duration parser (`5s`, `500ms`, `2m`) and labels
 - naming.py     `<topic>-<sub>-DLQ`, `<topic>-<sub>-RETRY`, retry tiers, topic_role
 - stamps.py     what a move adds and a redrive removes (one table)
+- attempts.py   Attempt and its endings (mapped from the events), the attempt log's rows,
+                DELIVERY_ATTEMPTS
 - consumer_properties.py  the `letterbox.*` consumer properties that set a policy
 - decide.py     decide(state, event, policy, now) -> Deliver | DeliverAt | DeadLetter
                 | Acknowledge | Refuse, for every event

@@ -3,7 +3,7 @@
 # broker, written once: the broker reads them (PIP-22: the last created
 # consumer's configuration wins), the RetryConsumer writes them. A consumer
 # that sets none of the keys leaves the subscription's policy as it is.
-# Invariant: every `letterbox.`-prefixed consumer property is one of KEYS; any
+# Invariant: every `letterbox.`-prefixed consumer property is one of KEYS or MARKERS; any
 # other (a misspelling) is refused, so a typo never silently drops a policy.
 from __future__ import annotations
 
@@ -19,19 +19,23 @@ BACKOFF_MULTIPLIER = "letterbox.backoff.multiplier"
 DLQ_MAX_REDELIVERIES = "letterbox.dlq.max_redeliveries"
 DLQ_TOPIC = "letterbox.dlq.topic"
 DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
+# not a policy: set by letterbox.client consumers, which announce each nack (and its
+# reason) to the broker before they perform it (broker/delivery_attempts.py)
+ANNOUNCES_FAILURES = "letterbox.client.announces_failures"
+MARKERS = (ANNOUNCES_FAILURES,)
 KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
         DLQ_INITIAL_SUBSCRIPTION)
 PREFIX = "letterbox."
 
 
 def declares_policy(md: Mapping[str, str]) -> bool:
-    """True when any `letterbox.*` key is set (a known one, or a misspelling to refuse)."""
-    return any(k.startswith(PREFIX) for k in md)
+    """True when any `letterbox.*` policy key is set (a known one, or a misspelling to refuse)."""
+    return any(k.startswith(PREFIX) and k not in MARKERS for k in md)
 
 
 def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
     """The policy a consumer's properties set; raises PolicyError naming the bad key."""
-    unknown = sorted(k for k in md if k.startswith(PREFIX) and k not in KEYS)
+    unknown = sorted(k for k in md if k.startswith(PREFIX) and k not in KEYS and k not in MARKERS)
     if unknown:
         raise PolicyError(
             f"unknown consumer propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}: "

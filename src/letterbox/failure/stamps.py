@@ -7,7 +7,8 @@
 #   RETRY        RECONSUMETIMES DELAY_TIME RETRY_TOPIC
 #                added by a retry move (reconsume_later, pipeline Retry)
 #   DEAD_LETTER  DEAD_LETTER_REASON _TIME _SUBSCRIPTION _DESCRIPTION,
-#                DELIVERY_COUNT FIRST_DELIVERY_TIME LAST_DELIVERY_TIME
+#                DELIVERY_COUNT FIRST_DELIVERY_TIME LAST_DELIVERY_TIME,
+#                DELIVERY_ATTEMPTS FAILURE_DESCRIPTION (the attempt log, the client's text)
 #                added by a dead-letter move (broker, admin move, pipeline Fail)
 #   REDRIVE_REMOVES = RETRY | DEAD_LETTER: a redriven message starts over, with
 #                no attempt count and no dead-letter record, but knows its origin.
@@ -15,15 +16,18 @@
 # is the user's and every move and redrive keeps it.
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from letterbox.failure.attempts import Attempt, attempts_property, clip_reason, last_reason
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
     DEAD_LETTER_SUBSCRIPTION,
     DEAD_LETTER_TIME,
     DELAY_TIME,
+    DELIVERY_ATTEMPTS,
     DELIVERY_COUNT,
+    FAILURE_DESCRIPTION,
     FIRST_DELIVERY_TIME,
     LAST_DELIVERY_TIME,
     ORIGIN_MESSAGE_ID,
@@ -37,7 +41,7 @@ ORIGIN_STAMPS = frozenset({REAL_TOPIC, ORIGIN_MESSAGE_ID, ORIGIN_PUBLISH_TIME})
 RETRY_STAMPS = frozenset({RECONSUMETIMES, DELAY_TIME, RETRY_TOPIC})
 DEAD_LETTER_STAMPS = frozenset({
     DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
-    DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME,
+    DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME, DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION,
 })
 REDRIVE_REMOVES = RETRY_STAMPS | DEAD_LETTER_STAMPS
 FAILURE_KEYS = ORIGIN_STAMPS | REDRIVE_REMOVES
@@ -79,8 +83,11 @@ def dead_letter_stamps(
     first_delivery_ms: int = 0,
     last_delivery_ms: int = 0,
     description: str | None = None,
+    attempts: Sequence[Attempt] = (),
 ) -> dict[str, str]:
-    """What a dead-letter move adds besides the origin: why, when, where from, its deliveries."""
+    """What a dead-letter move adds besides the origin: why, when, where from, its deliveries,
+    its attempt log (DELIVERY_ATTEMPTS) and the client's text (FAILURE_DESCRIPTION: the
+    description, else the latest reason in the log)."""
     out = {DEAD_LETTER_REASON: reason, DEAD_LETTER_TIME: str(now_ms), DEAD_LETTER_SUBSCRIPTION: subscription}
     if delivery_count is not None:
         out[DELIVERY_COUNT] = str(delivery_count)
@@ -89,4 +96,9 @@ def dead_letter_stamps(
         out[LAST_DELIVERY_TIME] = str(last_delivery_ms)
     if description:
         out[DEAD_LETTER_DESCRIPTION] = description
+    if attempts:
+        out[DELIVERY_ATTEMPTS] = attempts_property(list(attempts))
+    text = clip_reason(description) or last_reason(list(attempts))
+    if text:
+        out[FAILURE_DESCRIPTION] = text
     return out

@@ -9,6 +9,8 @@
 #                 against it. A message acked before any count has count 0.
 #   times         entry id -> (first, last) delivery time, ms since the epoch
 #   due           entry id -> when a pending backoff ends, ms since the epoch
+#   attempts      entry id -> its failed deliveries (attempt_log.py), recorded on
+#                 failure events only and forgotten with the entry's ack
 # It lives inside the cursor record (managed_cursor.py), so it is written with
 # mark-delete and the ack sets in ONE storage transaction.
 # Invariants: no key is an entry acknowledged as a whole (the cursor forgets an
@@ -27,15 +29,18 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from .attempt_log import AttemptLog
+
 
 class DeliveryState:
-    __slots__ = ("_fragment", "counts", "due", "index_counts", "times")
+    __slots__ = ("_fragment", "attempts", "counts", "due", "index_counts", "times")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
         self.index_counts: dict[int, dict[int, int]] = {}
         self.times: dict[int, tuple[int, int]] = {}
         self.due: dict[int, int] = {}
+        self.attempts = AttemptLog()  # serialized on its own (cached separately)
         self._fragment: str | None = None  # the serialized record part, while unchanged
 
     # ---- counts ----
@@ -99,8 +104,11 @@ class DeliveryState:
         self.index_counts.pop(entry_id, None)
         self.times.pop(entry_id, None)
         self.due.pop(entry_id, None)
+        if self.attempts.rows:
+            self.attempts.forget(entry_id)
 
     def forget_through(self, mark_delete: int) -> None:
+        self.attempts.forget_through(mark_delete)
         for d in (self.counts, self.index_counts, self.times, self.due):
             if d and min(d) <= mark_delete:
                 for k in [k for k in d if k <= mark_delete]:
@@ -113,12 +121,14 @@ class DeliveryState:
         c.index_counts = {e: dict(m) for e, m in self.index_counts.items()}
         c.times = dict(self.times)
         c.due = dict(self.due)
+        c.attempts = self.attempts.copy()
         c._fragment = self._fragment
         return c
 
     def clear(self) -> None:
         for d in (self.counts, self.index_counts, self.times, self.due):
             d.clear()
+        self.attempts.clear()
         self._fragment = None
 
     # ---- record ----
@@ -129,7 +139,8 @@ class DeliveryState:
             doc: dict[str, Any] = {}
             self.to_doc(doc)
             self._fragment = json.dumps(doc, separators=(",", ":"))[1:-1]
-        return self._fragment
+        attempts = self.attempts.fragment()
+        return f"{self._fragment},{attempts}" if attempts else self._fragment
 
     def to_doc(self, doc: dict[str, Any]) -> None:
         """Flat integer lists (e, n, e, n, ...): cheap to write for thousands of entries."""
@@ -158,4 +169,5 @@ class DeliveryState:
         s.index_counts = {int(e): {int(i): int(n) for i, n in m} for e, m in doc.get("ic", [])}
         s.times = {int(t[i]): (int(t[i + 1]), int(t[i + 2])) for i in range(0, len(t) - 2, 3)}
         s.due = {int(d[i]): int(d[i + 1]) for i in range(0, len(d) - 1, 2)}
+        s.attempts = AttemptLog.from_doc(doc)
         return s

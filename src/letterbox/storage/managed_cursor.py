@@ -5,7 +5,8 @@
 # acked batches, the delivery state of unacked entries (delivery_state.py: per-message and
 # per-batch-index redelivery counts -- PIP-22's "Solution 1": counts persisted with the
 # cursor, so they survive reconnects and restarts --, first/last delivery times and the due
-# time of each pending backoff), and a small `properties` map.
+# time of each pending backoff, the attempt log of entries that failed), and a small
+# `properties` map.
 # Invariants (after every public mutation):
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
 #     (it would have been absorbed into mark_delete);
@@ -114,6 +115,12 @@ class ManagedCursor:
                 self.deliveries.increment(eid)
                 changed = True
         if changed:
+            self._touch()
+
+    def set_attempts(self, entry_id: int, rows: str) -> None:
+        """Store an unacked entry's attempt log (attempt_log.py; forgotten with its ack)."""
+        if not self.is_acked(entry_id):
+            self.deliveries.attempts.set(entry_id, rows)
             self._touch()
 
     def set_due(self, entry_id: int, due_ms: int | None) -> None:

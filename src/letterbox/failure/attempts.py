@@ -1,0 +1,146 @@
+# The delivery attempt log's vocabulary (issue 14, items 1 and 2): one
+# Attempt is one delivery of a message that did not end in an
+# acknowledgement — when it was delivered, to which consumer (name and
+# address), how it ended and, where the client said it, why.
+#
+# Pure: no I/O. The broker records attempts on failure events only (nack, ack
+# timeout, consumer gone, terminate, expiry); the ending is mapped here from
+# the failure core's Event types (ending_for). The storage keeps each
+# message's attempts as compact JSON rows (`encode_rows` / `decode_rows`):
+#     [delivered_at_ms, ended_at_ms, consumer, address, ending, reason]
+# with 0 for an unknown time and null for no reason; a dead letter carries
+# them as the DELIVERY_ATTEMPTS property (`attempts_property`: a JSON list of
+# objects with the REST field names).
+# Invariants: a log holds at most its limit of attempts, the oldest dropped
+# first; a reason is at most MAX_REASON_CHARS characters.
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from letterbox.failure.decide import (
+    AckTimeout,
+    ConsumerGone,
+    Event,
+    Expired,
+    Nack,
+    PipelineFail,
+    RedeliverAll,
+    Terminate,
+)
+
+ACK = "ack"
+NACK = "nack"
+ACK_TIMEOUT = "ack-timeout"
+CONSUMER_GONE = "consumer-gone"
+TERMINATED = "terminated"
+EXPIRED = "expired"
+ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED)
+# the endings a client may announce before it performs them (failure reasons)
+ANNOUNCED_ENDINGS = (NACK, TERMINATED)
+
+DEFAULT_ATTEMPT_LOG_SIZE = 10
+MAX_ATTEMPT_LOG_SIZE = 1000
+MAX_REASON_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Attempt:
+    delivered_at_ms: int  # 0: not known (no delivery time kept for this subscription)
+    ended_at_ms: int
+    consumer: str | None
+    address: str | None
+    ending: str
+    reason: str | None = None
+
+    def to_row(self) -> list[Any]:
+        return [self.delivered_at_ms, self.ended_at_ms, self.consumer, self.address, self.ending, self.reason]
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> Attempt:
+        delivered, ended, consumer, address, ending, reason = row
+        return cls(int(delivered), int(ended), consumer, address, str(ending), reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """The REST and DELIVERY_ATTEMPTS shape (times in ms since the epoch, null when unknown)."""
+        return {
+            "deliveredAt": self.delivered_at_ms or None,
+            "endedAt": self.ended_at_ms or None,
+            "consumer": self.consumer,
+            "address": self.address,
+            "ending": self.ending,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Attempt:
+        return cls(int(doc.get("deliveredAt") or 0), int(doc.get("endedAt") or 0), doc.get("consumer"),
+                   doc.get("address"), str(doc.get("ending") or ""), doc.get("reason"))
+
+
+def ending_for(event: Event, announced: str | None = None, announces: bool = False) -> str:
+    """How a delivery ended, for the failure `event` that ended it. The wire cannot
+    tell a nack from an ack timeout (both ask for redelivery): `announced` is the
+    ending a letterbox client announced for this message (None: none), `announces`
+    whether the consumer announces its nacks (then an unannounced redelivery was its
+    ack timeout); a plain client's redelivery requests are recorded as nacks."""
+    if isinstance(event, (Nack, AckTimeout, RedeliverAll)):
+        if announced is not None:
+            return announced
+        if isinstance(event, AckTimeout) or announces:
+            return ACK_TIMEOUT
+        return NACK
+    if isinstance(event, ConsumerGone):
+        return CONSUMER_GONE
+    if isinstance(event, (Terminate, PipelineFail)):
+        return TERMINATED
+    if isinstance(event, Expired):
+        return EXPIRED
+    raise TypeError(f"not an event that ends a delivery: {event!r}")
+
+
+def clip_reason(reason: str | None) -> str | None:
+    """A reason as stored: at most MAX_REASON_CHARS characters, None for empty."""
+    if not reason:
+        return None
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
+
+
+def encode_rows(rows: list[list[Any]]) -> str:
+    return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_rows(text: str) -> list[Attempt]:
+    return [Attempt.from_row(r) for r in json.loads(text)]
+
+
+def append_row(text: str | None, attempt: Attempt, limit: int) -> str:
+    """The stored rows `text` with `attempt` added, keeping the last `limit`."""
+    rows: list[list[Any]] = json.loads(text) if text else []
+    rows.append(attempt.to_row())
+    return encode_rows(rows[-limit:])
+
+
+def attempts_property(attempts: list[Attempt]) -> str:
+    """The DELIVERY_ATTEMPTS property of a dead letter: compact JSON."""
+    return json.dumps([a.to_json() for a in attempts], separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_attempts_property(value: str | None) -> list[Attempt]:
+    """A dead letter's DELIVERY_ATTEMPTS back as attempts ([] when absent or unreadable)."""
+    if not value:
+        return []
+    try:
+        doc = json.loads(value)
+        return [Attempt.from_json(d) for d in doc if isinstance(d, dict)]
+    except (ValueError, TypeError):
+        return []
+
+
+def last_reason(attempts: list[Attempt]) -> str | None:
+    """The reason of the latest attempt that has one."""
+    for a in reversed(attempts):
+        if a.reason:
+            return a.reason
+    return None

@@ -1,0 +1,89 @@
+"""The delivery attempt log in the subscription state record: stored with the cursor,
+bounded rows per entry, forgotten by acks (individual, batch-complete, cumulative) and
+survives a restart; records written before the log existed still open."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from storage_helpers import run_with_store
+
+from letterbox.failure.attempts import ACK_TIMEOUT, NACK, Attempt, append_row, decode_rows
+from letterbox.storage import Store
+from letterbox.storage.delivery_state import DeliveryState
+
+
+def _log(*endings: str) -> str:
+    text = None
+    for i, e in enumerate(endings):
+        text = append_row(text, Attempt(1000 + i, 2000 + i, "c1", "127.0.0.1:5", e, f"r{i}"), limit=10)
+    assert text is not None
+    return text
+
+
+def test_attempts_survive_a_restart_and_go_with_the_ack(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        for i in range(4):
+            await led.append(b"e%d" % i, 1, 1000)
+        c = led.open_cursor("s", "earliest")
+        c.set_attempts(0, _log(NACK, ACK_TIMEOUT))
+        c.set_attempts(1, _log(NACK))
+        c.set_attempts(3, _log(NACK))
+        c.increment_redelivery([0, 1, 3])
+        await c.flush()
+
+    run_with_store(tmp_path, body)
+
+    async def reopen(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        c = led.cursors()["s"]
+        rows = c.deliveries.attempts.get(0)
+        assert rows is not None
+        got = decode_rows(rows)
+        assert [a.ending for a in got] == [NACK, ACK_TIMEOUT]
+        assert got[1] == Attempt(1001, 2001, "c1", "127.0.0.1:5", ACK_TIMEOUT, "r1")
+        c.ack([1])
+        assert c.deliveries.attempts.get(1) is None
+        c.ack_cumulative(0)
+        assert c.deliveries.attempts.get(0) is None
+        assert c.deliveries.attempts.get(3) is not None
+        await c.flush()
+
+    run_with_store(tmp_path, reopen)
+
+    async def again(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        c = led.cursors()["s"]
+        assert sorted(c.deliveries.attempts.rows) == [3]
+        c.set_attempts(1, _log(NACK))  # acked: not stored
+        assert c.deliveries.attempts.get(1) is None
+
+    run_with_store(tmp_path, again)
+
+
+def test_append_row_keeps_the_last_n() -> None:
+    text = None
+    for i in range(15):
+        text = append_row(text, Attempt(i, i, "c", None, NACK, str(i)), limit=10)
+    assert text is not None
+    assert [a.reason for a in decode_rows(text)] == [str(i) for i in range(5, 15)]
+
+
+def test_record_without_attempts_reads_and_round_trips() -> None:
+    v2 = {"v": 2, "md": -1, "c": [0, 2], "t": [0, 5, 6]}
+    s = DeliveryState.from_doc(v2)
+    assert len(s.attempts) == 0 and s.counts == {0: 2}
+    assert '"a"' not in s.fragment()
+    v1 = {"v": 1, "md": -1, "rc": [[0, 3]]}
+    assert DeliveryState.from_doc(v1).counts == {0: 3}
+    s.attempts.set(0, _log(NACK))
+    doc = json.loads("{" + s.fragment() + "}")
+    back = DeliveryState.from_doc(doc)
+    assert back.attempts.get(0) == s.attempts.get(0)
+    assert back.counts == {0: 2}
+    # a batch-complete ack forgets the entry's log too
+    back.forget(0)
+    assert back.attempts.get(0) is None and '"a"' not in back.fragment()
