@@ -3,6 +3,7 @@ backoff, delayed delivery, dead-letter stamps and the namespace TTL follow it, s
 of broker time pass in a test by POST /admin/v2/letterbox/clock/advance."""
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -181,3 +182,41 @@ def test_advance_errors(tmp_path: Path, broker_factory: Any) -> None:
     assert status == 200 and body["nowMs"] == before + 2500 and body["advancedMs"] == 2500
     time.sleep(0.2)
     assert clock_now(manual) == before + 2500, "a manual clock does not move on its own"
+
+
+def test_a_rate_limited_redrive_pauses_on_the_broker_clock(tmp_path: Path) -> None:
+    import threading
+
+    b = BrokerProcess(tmp_path / "data", args=MANUAL).start()
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        name = uuid.uuid4().hex[:8]
+        dlq_local, target = f"rr-{name}-s-DLQ", f"persistent://public/default/rr-{name}-restored"
+        producer = client.create_producer(f"persistent://public/default/{dlq_local}", batching_enabled=False)
+        for i in range(3):
+            producer.send(f"dead {i}".encode())
+        outcome: list[tuple[int, Any]] = []
+        body = json.dumps({"target": target, "ratePerSecond": 1})
+        runner = threading.Thread(target=lambda: outcome.append(call(
+            b.admin_url, "POST", f"/admin/v2/persistent/public/default/{dlq_local}/letterbox/redrive", body)))
+        runner.start()
+
+        def moved() -> int:
+            status, stats = call(b.admin_url, "GET", "/admin/v2/" + target.replace("://", "/") + "/internalStats")
+            return int(stats["numberOfEntries"]) if status == 200 else 0
+
+        assert wait_until(lambda: moved() == 1)
+        for expected in (2, 3):
+            time.sleep(0.3)  # a redrive pacing itself on the wall clock would move on now
+            assert moved() == expected - 1, "the redrive did not wait for the broker's clock"
+            call(b.admin_url, "POST", "/admin/v2/letterbox/clock/advance?ms=1000")
+            assert wait_until(lambda: moved() == expected)  # noqa: B023
+        # paced at 1/s, the redrive looks for a 4th message after one more second of clock
+        call(b.admin_url, "POST", "/admin/v2/letterbox/clock/advance?ms=1000")
+        runner.join(20)
+        assert outcome and outcome[0][0] == 200 and outcome[0][1]["moved"] == 3, outcome
+        producer.close()
+    finally:
+        client.close()
+        code = b.stop()
+    assert code == 0, b.log()
