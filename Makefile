@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= data
 
-.PHONY: run test lint typecheck unit proto bench bench-peers clean
+.PHONY: run test lint typecheck unit proto bench bench-peers clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest -q
+
+# The console's browser tests (tests/console) drive Debian's chromium with its chromedriver:
+# installed here when missing (root, or sudo without a password). When that is impossible the
+# tests skip and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium and chromium-driver for tests/console"; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null \
+	      || echo "could not install chromium/chromium-driver: tests/console will skip"; \
+	  else echo "chromium/chromium-driver missing and apt-get as root unavailable: tests/console will skip"; fi; \
+	fi
 
 test: lint typecheck unit
 

@@ -4,7 +4,8 @@
 # tests/security/test_admin_route_walk.py, fails for a route without an
 # entry); a route missing anyway is refused to everyone but super users.
 #   OPEN          no credentials at all (/metrics, as Pulsar's default
-#                 authenticateMetricsEndpoint=false);
+#                 authenticateMetricsEndpoint=false; the console's static
+#                 files at / and /console/..., which hold no data);
 #   SUPER_USER    clusters, broker health, tenant create/update/delete and the
 #                 tenant listing (Pulsar's validateSuperUserAccess), the broker's
 #                 clock (read and advance, for tests);
@@ -26,6 +27,7 @@ from __future__ import annotations
 import enum
 import re
 
+from letterbox.admin.console.routes import CONSOLE_PATH
 from letterbox.admin.request_parsing import NAMESPACE_BASE, NS_BASE, TOPIC_BASE
 
 
@@ -49,6 +51,8 @@ S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", "/metrics"): Access.OPEN,
     ("GET", "/metrics/"): Access.OPEN,
+    ("GET", "/"): Access.OPEN,
+    ("GET", CONSOLE_PATH): Access.OPEN,
     # super user
     ("GET", "/admin/v2/clusters"): S,
     ("GET", _CLUSTER): S, ("PUT", _CLUSTER): S, ("POST", _CLUSTER): S, ("DELETE", _CLUSTER): S,

@@ -50,7 +50,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
 # payload bytes one listing answers with; later messages are listed without theirs
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
-FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "dryRun")
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun")
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond")
 
 
@@ -107,11 +107,18 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
     dry_run = body.get("dryRun", False)
     if not isinstance(dry_run, bool):
         raise AdminError(400, "dryRun must be true or false")
+    ids = body.get("messageIds")
+    if ids is not None:
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise AdminError(400, f"messageIds must be a list of message id strings, got {json.dumps(ids)[:60]}")
+        if not 1 <= len(ids) <= MAX_LIMIT:
+            raise AdminError(412, f"messageIds must hold 1 to {MAX_LIMIT} ids, got {len(ids)}")
     flt = DeadLetterFilter(
         reason=reason,
         properties=props,
         after_ms=int_field(body, "deadLetteredAfter", 0),
         before_ms=int_field(body, "deadLetteredBefore", 0),
+        message_ids=frozenset(ids) if ids is not None else None,
     )
     return flt, dry_run, body
 

@@ -58,6 +58,7 @@ class AdminServer(AdminContext):
             routes_tenants,
             routes_topics,
         )
+        from letterbox.admin.console import routes as console_routes
 
         app = web.Application(client_max_size=MAX_BODY_BYTES,
                               # credentials before names: a stranger learns nothing
@@ -75,6 +76,7 @@ class AdminServer(AdminContext):
             routes_clock.register,
             routes_poison.register,
         ]
+        registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)
         for register in registrars:
             register(self, app.router)
         routes_move.add_move_routes(app, self.service)

@@ -1,0 +1,101 @@
+// One dead letter in full: its fields, every property, the payload as text / JSON / hex,
+// its delivery attempts when the broker recorded them, and redrive / purge of just this message.
+import { api, paths } from "./api.js";
+import { clear, errorBox, h, setCrumbs, table, td } from "./dom.js";
+import { LIST_LIMIT, messageCache, shortTopic } from "./dlq.js";
+import { asJson, byteCount, fmtTime, hexDump, payloadBytes } from "./format.js";
+import { purgeFlow, redriveFlow } from "./redrive.js";
+
+const enc = encodeURIComponent;
+const TIME_PROPS = new Set(["DEAD_LETTER_TIME", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME"]);
+
+async function find(base, id) {
+  const cached = messageCache.get(`${base}|${id}`);
+  if (cached) return cached;
+  const listed = await api("GET", `${base}/letterbox/deadLetters?limit=${Math.max(LIST_LIMIT, 10000)}`);
+  for (const m of listed) messageCache.set(`${base}|${m.messageId}`, m);
+  return listed.find((m) => m.messageId === id) || null;
+}
+
+export async function messageView(root, tenant, ns, topic, id) {
+  const back = `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(topic)}`;
+  setCrumbs([["tenants", "#/"], [tenant, `#/t/${enc(tenant)}`], [ns, `#/ns/${enc(tenant)}/${enc(ns)}`],
+    [topic, back], [id, null]]);
+  const base = paths.topic(tenant, ns, topic);
+  const m = await find(base, id);
+  root.append(h("h1", {}, `Dead letter ${id}`));
+  if (!m) {
+    root.append(h("p", { class: "notice", id: "not-live" },
+      "This message is no longer a live dead letter of the topic (redriven or purged), or is not among the oldest "
+      + "10,000."), h("a", { href: back }, "Back to the dead letter topic"));
+    return null;
+  }
+  const p = m.properties;
+  const fields = [
+    ["message id", m.messageId], ["key", m.key ?? "–"], ["reason", p.DEAD_LETTER_REASON || "unspecified"],
+    ["description", p.DEAD_LETTER_DESCRIPTION || "–"], ["dead-lettered at", fmtTime(p.DEAD_LETTER_TIME)],
+    ["subscription", p.DEAD_LETTER_SUBSCRIPTION || "–"], ["delivery count", p.DELIVERY_COUNT ?? "–"],
+    ["first delivery", fmtTime(p.FIRST_DELIVERY_TIME)], ["last delivery", fmtTime(p.LAST_DELIVERY_TIME)],
+    ["published", fmtTime(m.publishTime)], ["event time", fmtTime(m.eventTime)],
+    ["source topic", shortTopic(p.REAL_TOPIC)], ["origin message id", p.ORIGIN_MESSAGE_ID || "–"],
+    ["payload size", `${byteCount(m)} bytes`],
+  ];
+  if (m.error) fields.push(["stored as is", m.error]);
+  const errors = h("div");
+  const progress = h("div", { id: "progress-host" });
+  const done = () => { location.hash = back; };
+  const act = (fn) => async () => {
+    clear(errors);
+    try { await fn(); } catch (err) { if (err.status !== 401) errors.append(errorBox(err)); }
+  };
+  const redrive = h("button", { type: "button", id: "redrive-one", class: "primary" }, "Redrive this message");
+  redrive.addEventListener("click", act(() => redriveFlow(base, { messageIds: [m.messageId] }, "this message",
+    progress, () => {})));
+  const purge = h("button", { type: "button", id: "purge-one", class: "danger" }, "Purge this message");
+  purge.addEventListener("click", act(() => purgeFlow(base, { messageIds: [m.messageId] }, "this message", done)));
+  root.append(h("div", { class: "toolbar" }, h("a", { href: back }, "‹ Back to the list"), redrive, purge),
+    errors, progress,
+    table(["field", "value"], fields.map(([k, v]) => h("tr", {}, td(k), td(String(v)))), { id: "message-fields" }),
+    h("h2", {}, "Payload"), payloadPanel(m),
+    h("h2", {}, "Properties"),
+    table(["property", "value"], Object.entries(p).sort().map(([k, v]) => h("tr", {}, td(k),
+      td(TIME_PROPS.has(k) ? `${v} (${fmtTime(v)})` : v))), { id: "message-properties" }));
+  const attempts = attemptsPanel(p);
+  if (attempts) root.append(h("h2", {}, "Delivery attempts"), attempts);
+  return null;
+}
+
+function payloadPanel(m) {
+  const json = asJson(m.payloadText);
+  const views = { text: m.payloadText ?? "(not UTF-8 text: see hex)", json: json ?? "(not JSON)",
+    hex: hexDump(payloadBytes(m)) };
+  const pre = h("pre", { class: "payload", id: "payload" });
+  const tabs = h("div", { class: "toolbar tabs" });
+  const show = (which) => {
+    pre.textContent = views[which];
+    pre.dataset.view = which;
+    for (const b of tabs.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.value === which));
+  };
+  for (const which of ["text", "json", "hex"]) {
+    const b = h("button", { type: "button", value: which, id: `payload-${which}` }, which.toUpperCase());
+    b.addEventListener("click", () => show(which));
+    tabs.append(b);
+  }
+  show(json ? "json" : m.payloadText !== null && m.payloadText !== undefined ? "text" : "hex");
+  return h("div", {}, tabs, pre);
+}
+
+// DELIVERY_ATTEMPTS (recorded by the broker when it dead-letters): a JSON list of attempts
+function attemptsPanel(props) {
+  const raw = props.DELIVERY_ATTEMPTS;
+  if (!raw) return null;
+  let list;
+  try { list = JSON.parse(raw); } catch { return h("pre", { class: "payload" }, raw); }
+  if (!Array.isArray(list) || !list.length) return h("pre", { class: "payload" }, raw);
+  const keys = [...new Set(list.flatMap((a) => (a && typeof a === "object" ? Object.keys(a) : [])))];
+  const rows = list.map((a) => h("tr", {}, keys.map((k) => {
+    const v = a ? a[k] : undefined;
+    return td(/time|At$/i.test(k) && Number(v) > 1e11 ? fmtTime(v) : v === undefined ? "–" : JSON.stringify(v));
+  })));
+  return table(keys, rows, { id: "attempts" });
+}
