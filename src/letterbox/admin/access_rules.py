@@ -82,6 +82,9 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("POST", TOPIC_BASE + "/all_subscription/expireMessages/{seconds}"): A,
     ("POST", TOPIC_BASE + "/letterbox/redrive"): A,
     ("DELETE", TOPIC_BASE + "/letterbox/redrive"): A,
+    ("GET", TOPIC_BASE + "/letterbox/redriveTasks"): A,
+    ("GET", TOPIC_BASE + "/letterbox/redrive/{taskId}"): A,
+    ("DELETE", TOPIC_BASE + "/letterbox/redrive/{taskId}"): A,
     ("POST", TOPIC_BASE + "/letterbox/purge"): A,
     # lookup and consume
     ("GET", _LOOKUP_PATH): Access.LOOKUP,

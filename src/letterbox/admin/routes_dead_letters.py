@@ -2,7 +2,9 @@
 # broker/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
 #   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
-#   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...)
+#   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
+#        subscriptionOnly: back into the dead-lettering subscription only; background: answer
+#        202 with a persistent task at once, see routes_redrive_tasks.py)
 #   DELETE .../{dlq}/letterbox/redrive   cancel the redrive running on that DLQ
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
 # Request bodies are checked field by field before anything runs (400 for
@@ -30,6 +32,7 @@ from letterbox.admin.request_parsing import (
     query_int,
     topic_name,
 )
+from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
 from letterbox.broker import redrive as rd
 from letterbox.broker.dead_letters import (
@@ -38,6 +41,7 @@ from letterbox.broker.dead_letters import (
     live_dead_letters_async,
     summary_async,
 )
+from letterbox.broker.redrive_targets import SubscriptionGone
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import InvalidTopicName
 from letterbox.message_properties import REAL_TOPIC
@@ -50,8 +54,8 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
 # payload bytes one listing answers with; later messages are listed without theirs
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
-FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun")
-REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond")
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
+REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
@@ -61,6 +65,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_post(TOPIC_BASE + "/letterbox/redrive", routes.redrive)
     router.add_delete(TOPIC_BASE + "/letterbox/redrive", routes.cancel_redrive)
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
+    register_tasks(admin, router)
 
 
 def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
@@ -113,14 +118,25 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
             raise AdminError(400, f"messageIds must be a list of message id strings, got {json.dumps(ids)[:60]}")
         if not 1 <= len(ids) <= MAX_LIMIT:
             raise AdminError(412, f"messageIds must hold 1 to {MAX_LIMIT} ids, got {len(ids)}")
+    key = body.get("key")
+    if key is not None and not isinstance(key, str):
+        raise AdminError(400, f"key must be a string (the message key), got {json.dumps(key)[:60]}")
     flt = DeadLetterFilter(
         reason=reason,
         properties=props,
         after_ms=int_field(body, "deadLetteredAfter", 0),
         before_ms=int_field(body, "deadLetteredBefore", 0),
         message_ids=frozenset(ids) if ids is not None else None,
+        key=key,
     )
     return flt, dry_run, body
+
+
+def _flag(body: dict[str, Any], key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise AdminError(400, f"{key} must be true or false, got {json.dumps(value)[:60]}")
+    return value
 
 
 class DeadLetterRoutes:
@@ -172,26 +188,43 @@ class DeadLetterRoutes:
                 raise AdminError(400, f"target must be a topic name, got {target!r}")
             target_name = persistent_topic_field("target", target)
         rate = number_field(body, "ratePerSecond", rd.MIN_RATE, rd.MAX_RATE)
+        subscription_only, background = _flag(body, "subscriptionOnly"), _flag(body, "background")
+        if subscription_only and target_name is not None:
+            raise AdminError(400, "subscriptionOnly puts each message back into the subscription it died in, "
+                                  "on its source topic: leave out target")
         req = rd.RedriveRequest(
             filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
-            rate_per_second=rate, dry_run=dry_run,
+            rate_per_second=rate, dry_run=dry_run, subscription_only=subscription_only,
         )
         dlq = self._dlq(request)
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
         await self._check_targets(request, dlq, req)
         authz, role = self.admin.service.authorization, request.get("role")
-        if authz.enabled and not authz.is_super_user(role):
+        checked = authz.enabled and not authz.is_super_user(role)
+        if checked:
             req = dataclasses.replace(req, may_write=lambda t: authz.can_produce(role, t))
         try:
-            result = await rd.redrive(dlq, req)
+            if dry_run:
+                result = await rd.redrive(dlq, req)
+                return web.json_response({"matched": result.matched, "moved": 0,
+                                          "remaining": result.remaining, "dryRun": True})
+            task = await self.service.redrive_tasks.start(dlq, req, role if checked else None, background)
         except rd.RedriveRunning as exc:
             raise AdminError(409, f"{exc} (DELETE {request.path})") from None
-        out = {"matched": result.matched, "moved": result.moved,
-               "remaining": result.remaining, "dryRun": result.dry_run}
-        if result.cancelled:
+        except SubscriptionGone as exc:
+            raise AdminError(404, str(exc)) from None
+        if background:
+            return web.json_response(task.view(), status=202,
+                                     headers={"Location": f"{request.path}/{task.id}"})
+        if task.failure is not None:
+            raise task.failure  # mapped like any other error (503 for storage, 404, 412 ...)
+        remaining = task.remaining or 0
+        out = {"matched": task.moved + remaining, "moved": task.moved,
+               "remaining": remaining, "dryRun": False}
+        if task.state == "cancelled":
             out["cancelled"] = True
-        return web.json_response(out)
+        return web.json_response(out, headers={"Letterbox-Redrive-Task": task.id})
 
     async def _check_targets(self, request: web.Request, dlq: PersistentTopic, req: rd.RedriveRequest) -> None:
         """A redrive appends to its target, or to each message's REAL_TOPIC (a property any
@@ -220,7 +253,7 @@ class DeadLetterRoutes:
 
     async def cancel_redrive(self, request: web.Request) -> web.Response:
         dlq = self._dlq(request)
-        if not rd.cancel_redrive(dlq):
+        if await self.service.redrive_tasks.cancel_dlq(dlq.name) is None and not rd.cancel_redrive(dlq):
             raise AdminError(404, f"No redrive is running on {dlq.name}")
         return web.json_response({"cancelled": True})
 

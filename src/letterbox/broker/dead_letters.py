@@ -88,12 +88,15 @@ class DeadLetterFilter:
     properties: Mapping[str, str] = field(default_factory=dict)
     after_ms: int | None = None  # DEAD_LETTER_TIME >= after_ms
     before_ms: int | None = None  # DEAD_LETTER_TIME < before_ms
-    message_ids: frozenset[str] | None = None  # only these DeadLetter.message_id values
+    key: str | None = None  # the message key (partition key) is exactly this
+    message_ids: frozenset[str] | None = None  # only these DLQ message ids (ledger:entry:partition:batch)
 
     def matches(self, dl: DeadLetter) -> bool:
         if self.message_ids is not None and dl.message_id not in self.message_ids:
             return False
         if self.reason is not None and dl.properties.get(DEAD_LETTER_REASON) != self.reason:
+            return False
+        if self.key is not None and dl.key != self.key:
             return False
         if any(dl.properties.get(k) != v for k, v in self.properties.items()):
             return False

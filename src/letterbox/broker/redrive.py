@@ -19,12 +19,20 @@
 # lock while it waits, so a purge or a listing never waits for its pauses.
 # A running redrive can be cancelled (cancel_redrive): it stops before its
 # next chunk, keeping what it has committed.
+# Subscription-only (RedriveRequest.subscription_only, redrive_targets.py): each
+# message goes back to the topic AND subscription it died in; the same chunk
+# transaction acknowledges the new entry on every other durable cursor of that
+# topic, so only that subscription receives it again.
+# A redrive task (redrive_tasks.py) passes a ChunkProgress: its record is
+# written in each chunk's transaction, so its counts are exact after a crash.
+# The per-DLQ locks live only while someone holds or waits for them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from letterbox.broker.dead_letters import (
     DeadLetter,
@@ -33,22 +41,29 @@ from letterbox.broker.dead_letters import (
     is_dead_letter_topic,
     live_dead_letters,
 )
+from letterbox.broker.redrive_entries import mark_handled, redriven_entry
+from letterbox.broker.redrive_targets import (
+    SubscriptionTarget,
+    check_subscription_only,
+    other_cursors,
+    subscription_target,
+    target_topic,
+)
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, TopicNotFound
-from letterbox.failure import redriven_properties
 from letterbox.message_properties import REAL_TOPIC
-from letterbox.protocol import build_headers_and_payload, pb
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
+    from letterbox.broker.service import BrokerService
     from letterbox.broker.topic import PersistentTopic
     from letterbox.clock import Clock
     from letterbox.storage.transaction import Transaction
 
 CHUNK = 100
 MIN_RATE, MAX_RATE = 1.0, 100_000.0  # messages per second
-_locks: dict[str, asyncio.Lock] = {}
+_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # DLQ name -> (lock, holders + waiters)
 _running: dict[str, asyncio.Event] = {}  # DLQ name -> set to cancel its redrive
 
 
@@ -67,9 +82,20 @@ class RedriveRequest:
     max_messages: int | None = None
     rate_per_second: float | None = None
     dry_run: bool = False
+    # back into the subscription each message died in only (redrive_targets.py)
+    subscription_only: bool = False
     # the caller's right to write a target, asked per message as it moves (a message that
     # arrives during the redrive with another REAL_TOPIC is checked too); None: no check
     may_write: Callable[[TopicName], bool] | None = None
+
+
+class ChunkProgress(Protocol):
+    """A redrive task's record keeping: `record` adds its writes to a chunk's transaction,
+    `committed` follows once that transaction committed."""
+
+    def record(self, txn: Transaction, count: int, resume: int) -> None: ...
+
+    def committed(self, count: int, resume: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -104,6 +130,10 @@ def check_dead_letter_topic(topic: PersistentTopic) -> None:
 def _check_targets(topic: PersistentTopic, req: RedriveRequest) -> None:
     """Every target is another persistent topic in a namespace that exists."""
     service = topic.service
+    if req.subscription_only:
+        letters = [dl for dl in live_dead_letters(topic) if req.filter.matches(dl) and dl.error is None]
+        check_subscription_only(service, topic.name, req.target, letters)
+        return
     names = {req.target} if req.target is not None else {
         _target_of(dl, req) for dl in _matching(topic, req.filter, req)}
     for name in sorted(str(n) for n in names if n is not None):
@@ -117,8 +147,31 @@ def _check_targets(topic: PersistentTopic, req: RedriveRequest) -> None:
             raise TopicNotFound(f"redrive target {target}: namespace {ns} does not exist")
 
 
-def _lock(topic: PersistentTopic) -> asyncio.Lock:
-    return _locks.setdefault(str(topic.name), asyncio.Lock())
+@contextlib.asynccontextmanager
+async def _lock(topic: PersistentTopic) -> AsyncIterator[None]:
+    """Hold the DLQ's lock; the lock is forgotten once nobody holds or waits for it."""
+    key = str(topic.name)
+    lock, users = _locks.get(key) or (asyncio.Lock(), 0)
+    _locks[key] = (lock, users + 1)
+    try:
+        async with lock:
+            yield
+    finally:
+        lock, users = _locks[key]
+        if users <= 1:
+            del _locks[key]
+        else:
+            _locks[key] = (lock, users - 1)
+
+
+def _sub_target(dl: DeadLetter, req: RedriveRequest, dlq: TopicName,
+                service: BrokerService) -> SubscriptionTarget | None:
+    found = subscription_target(service, dl, dlq)
+    if isinstance(found, str):
+        return None
+    if req.may_write is not None and not req.may_write(found.topic):
+        return None
+    return found
 
 
 def _target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
@@ -139,44 +192,21 @@ def _matching(topic: PersistentTopic, flt: DeadLetterFilter, redrive: RedriveReq
     """Live dead letters matching `flt`; for a redrive, only those with a target and a
     payload that could be opened (an unreadable one stays in the DLQ, listed with its error)."""
     for dl in live_dead_letters(topic, start):
-        if flt.matches(dl) and (redrive is None or (dl.error is None and _target_of(dl, redrive) is not None)):
+        if not flt.matches(dl):
+            continue
+        if redrive is None or (dl.error is None and (
+                _sub_target(dl, redrive, topic.name, topic.service) is not None if redrive.subscription_only
+                else _target_of(dl, redrive) is not None)):
             yield dl
 
 
-def _count_redrivable(topic: PersistentTopic, req: RedriveRequest) -> int:
+def count_matching(topic: PersistentTopic, flt: DeadLetterFilter) -> int:
+    """Live dead letters matching `flt`, movable or not."""
+    return sum(1 for _ in _matching(topic, flt, None))
+
+
+def count_redrivable(topic: PersistentTopic, req: RedriveRequest) -> int:
     return sum(1 for _ in _matching(topic, req.filter, req))
-
-
-def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
-    meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
-    for k, v in redriven_properties(dl.properties).items():
-        meta.properties.add(key=k, value=v)
-    if dl.key is not None:
-        meta.partition_key = dl.key
-        if dl.key_b64:
-            meta.partition_key_b64_encoded = True
-    if dl.ordering_key is not None:
-        meta.ordering_key = dl.ordering_key
-    if dl.event_time:
-        meta.event_time = dl.event_time
-    if dl.null_value:
-        meta.null_value = True
-    if dl.schema_version is not None:
-        meta.schema_version = dl.schema_version
-    return build_headers_and_payload(meta, dl.payload)
-
-
-def _mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
-    plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
-    if plain:
-        txn.ack(cursor, plain)
-    masks: dict[int, tuple[int, int]] = {}
-    for dl in chunk:
-        if dl.batch_index >= 0:
-            size, mask = masks.get(dl.entry_id, (dl.batch_size, 0))
-            masks[dl.entry_id] = (size, mask | 1 << dl.batch_index)
-    for eid, (size, mask) in masks.items():
-        txn.ack_batch_mask(cursor, eid, size, mask)
 
 
 def _handled_cursor(topic: PersistentTopic) -> ManagedCursor:
@@ -187,40 +217,68 @@ def _handled_cursor(topic: PersistentTopic) -> ManagedCursor:
     return sub.cursor
 
 
-async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
+def claim(topic: PersistentTopic) -> asyncio.Event:
+    """Become THE redrive of `topic` (RedriveRunning if one runs): its stop event."""
     key = str(topic.name)
     if key in _running:
         raise RedriveRunning(f"a redrive of {topic.name} is already running; cancel it first")
     stop = _running[key] = asyncio.Event()
-    try:
-        async with _lock(topic):
-            check_dead_letter_topic(topic)
-            if req.dry_run:
-                matched = _count_redrivable(topic, req)
-                return RedriveResult(matched, 0, matched, True)
-            if next(_matching(topic, req.filter, req), None) is None:
-                return RedriveResult(0, 0, 0, False)  # nothing to move: create nothing either
+    return stop
+
+
+def release(topic: PersistentTopic) -> None:
+    _running.pop(str(topic.name), None)
+
+
+async def check(topic: PersistentTopic, req: RedriveRequest) -> int:
+    """Refuse a redrive that cannot run (see the header), before anything is created;
+    the number of messages it would move now."""
+    async with _lock(topic):
+        check_dead_letter_topic(topic)
+        if req.subscription_only and not req.dry_run:
             _check_targets(topic, req)
-        moved = await _move_chunks(topic, req, stop)
-        async with _lock(topic):
-            remaining = _count_redrivable(topic, req)
+        matched = count_redrivable(topic, req)
+        if matched and not req.dry_run and not req.subscription_only:
+            _check_targets(topic, req)
+        return matched
+
+
+async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
+    stop = claim(topic)
+    try:
+        matched = await check(topic, req)
+        if req.dry_run:
+            return RedriveResult(matched, 0, matched, True)
+        if not matched:
+            return RedriveResult(0, 0, 0, False)  # nothing to move: create nothing either
+        moved, remaining = await run(topic, req, stop)
         return RedriveResult(moved + remaining, moved, remaining, False, stop.is_set())
     finally:
-        del _running[key]
+        release(topic)
 
 
-async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event) -> int:
+async def run(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event,
+              progress: ChunkProgress | None = None, resume: int = 0) -> tuple[int, int]:
+    """Move chunk by chunk (the caller holds claim()); (moved, redrivable remaining)."""
+    moved = await _move_chunks(topic, req, stop, progress, resume)
+    async with _lock(topic):
+        remaining = count_redrivable(topic, req)
+    return moved, remaining
+
+
+async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event,
+                       progress: ChunkProgress | None, resume: int) -> int:
     """Move matching messages chunk by chunk until done, the budget is spent or
     `stop` is set; the lock is held per chunk, never across a rate pause."""
     budget = req.max_messages
     rate = min(max(req.rate_per_second, MIN_RATE), MAX_RATE) if req.rate_per_second else None
     chunk_size = CHUNK if not rate else max(1, min(CHUNK, int(rate)))
     clock = topic.service.clock  # rate pauses follow the broker's clock (a test's manual one too)
-    moved, started, resume = 0, clock.now_ms(), 0
+    moved, started = 0, clock.now_ms()
     while (budget is None or moved < budget) and not stop.is_set():
         size = chunk_size if budget is None else min(chunk_size, budget - moved)
         async with _lock(topic):
-            count, resume = await _move_one_chunk(topic, req, size, resume)
+            count, resume = await _move_one_chunk(topic, req, size, resume, progress)
         if not count:
             break
         moved += count
@@ -242,46 +300,72 @@ async def _pause(clock: Clock, stop: asyncio.Event, seconds: float) -> None:
         pause.cancel()
 
 
+def _select(topic: PersistentTopic, req: RedriveRequest, size: int, resume: int
+            ) -> list[tuple[DeadLetter, TopicName, SubscriptionTarget | None]]:
+    """Up to `size` matching messages from entry `resume` on, each with its target decided once."""
+    out: list[tuple[DeadLetter, TopicName, SubscriptionTarget | None]] = []
+    for dl in _matching(topic, req.filter, req, resume):
+        if req.subscription_only:
+            sub = _sub_target(dl, req, topic.name, topic.service)
+            assert sub is not None  # _matching keeps only messages with a target
+            out.append((dl, sub.topic, sub))
+        else:
+            name = _target_of(dl, req)
+            assert name is not None
+            out.append((dl, name, None))
+        if len(out) >= size:
+            break
+    return out
+
+
 async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int,
-                          resume: int) -> tuple[int, int]:
+                          resume: int, progress: ChunkProgress | None) -> tuple[int, int]:
     """Append up to `size` matching messages from entry `resume` on to their
     targets and mark them handled, in one transaction: (count, next resume).
-    Nothing changes in memory unless it committed; a failed chunk stays in the DLQ
-    (counted, logged once) and the storage error is raised."""
+    Subscription-only: the same transaction acks each new entry on the other durable
+    cursors of its topic. Nothing changes in memory unless it committed; a failed chunk
+    stays in the DLQ (counted, logged once) and the storage error is raised."""
     service = topic.service
     cursor = _handled_cursor(topic)
     async with service.store.transaction() as txn:
         await txn.lock(cursor)
-        chunk: list[DeadLetter] = []
-        names: list[TopicName] = []  # each message's target, decided once
-        for dl in _matching(topic, req.filter, req, resume):
-            name = _target_of(dl, req)
-            assert name is not None  # _matching keeps only messages with a target
-            chunk.append(dl)
-            names.append(name)
-            if len(chunk) >= size:
-                break
+        chunk = _select(topic, req, size, resume)
         if not chunk:
             return 0, resume
         targets: dict[str, PersistentTopic] = {}
-        for name in names:
+        others: dict[tuple[str, str], list[ManagedCursor]] = {}
+        for _dl, name, sub in chunk:
             if str(name) not in targets:
                 if name == topic.name:
                     raise NotAllowed(f"cannot redrive {topic.name} into itself")
-                targets[str(name)] = service.persistent_topic(name, create=True)
+                targets[str(name)] = (target_topic(service, sub) if sub is not None
+                                      else service.persistent_topic(name, create=True))
+            if sub is not None and (str(name), sub.subscription) not in others:
+                others[(str(name), sub.subscription)] = other_cursors(targets[str(name)], sub.subscription)
+        locking = {id(c): c for cs in others.values() for c in cs}
+        for other in sorted(locking.values(), key=lambda c: (c.ledger.name, c.name)):
+            await txn.lock(other)  # one fixed order: two redrives never wait on each other
         producer_name = f"{topic.name}-letterbox-redrive"
         now = service.clock.now_ms()
-        for dl, name in zip(chunk, names, strict=True):
+        for dl, name, sub in chunk:
             target = targets[str(name)]
             data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now)
-            txn.append(target.ledger, data, 1, now)
-        _mark_handled(txn, cursor, chunk)
+            appended = txn.append(target.ledger, data, 1, now)
+            if sub is not None:
+                for other in others[(str(name), sub.subscription)]:
+                    txn.ack_appended(other, appended)
+        mark_handled(txn, cursor, [dl for dl, _n, _s in chunk])
+        last = chunk[-1][0].entry_id
+        if progress is not None:
+            progress.record(txn, len(chunk), last)
         try:
             await txn.commit()
         except StorageError as exc:
             service.storage_failed("redrive", exc, f"{len(chunk)} dead letters of {topic.name}")
             raise
-    return len(chunk), chunk[-1].entry_id
+    if progress is not None:
+        progress.committed(len(chunk), last)
+    return len(chunk), last
 
 
 async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
@@ -299,7 +383,7 @@ async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) ->
             chunk = list(_matching(topic, flt, None))
             if not chunk:
                 return 0
-            _mark_handled(txn, cursor, chunk)
+            mark_handled(txn, cursor, chunk)
             try:
                 await txn.commit()
             except StorageError as exc:

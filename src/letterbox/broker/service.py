@@ -21,6 +21,7 @@ from letterbox.broker.flow_control import PublishBuffer
 from letterbox.broker.message_expiry import MessageExpiryMonitor
 from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.namespace_policies import NamespacePolicyCache
+from letterbox.broker.redrive_tasks import RedriveTasks
 from letterbox.broker.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
@@ -80,6 +81,7 @@ class BrokerService:
         self.authentication = AuthenticationService(config)
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
+        self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
         self.connections: set[ServerCnx] = set()
         self.connection_limiter = ConnectionLimiter(config)
         self.publish_buffer = PublishBuffer(config)
@@ -138,6 +140,7 @@ class BrokerService:
         # retention by time (broker default or a namespace policy) runs on a clock
         self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
+        self.redrive_tasks.resume_all()
 
     def _expire_retained(self) -> None:
         """Retention runs on a clock: acked entries age out even when no ack arrives."""
@@ -149,6 +152,7 @@ class BrokerService:
         self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     async def stop(self) -> None:
+        await self.redrive_tasks.pause_all()  # running tasks stay recorded as running
         await self.expiry.stop()
         if self._housekeeping is not None:
             self._housekeeping.cancel()

@@ -4,6 +4,8 @@
 #   GET  {dlq topic path}/letterbox/deadLetters?limit=N&reason=R
 #   POST {dlq topic path}/letterbox/redrive  {filters, maxMessages, ratePerSecond, dryRun}
 #   DELETE {dlq topic path}/letterbox/redrive (cancel the redrive running there)
+#   GET/DELETE {dlq topic path}/letterbox/redrive/{taskId}, GET .../letterbox/redriveTasks
+#   (redrive tasks: `redrive --background`, `redrive-status`, `redrive-cancel --task`)
 #   POST {dlq topic path}/letterbox/purge    {filters, dryRun}
 # Redrive is idempotent on the server, so the CLI drives a long run as a
 # series of calls of at most CHUNK messages each: it first asks (dry run) how
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +49,7 @@ CHUNK = 200
 # A chunk of a rate-limited redrive takes about CHUNK / rate seconds on the
 # server; keep each call well under the HTTP timeout.
 SECONDS_PER_CALL = 10
+FOLLOW_SECONDS = 1.0
 
 
 @click.group()
@@ -67,6 +71,7 @@ _FILTER_OPTIONS = [
                  help="Only messages with this property (key=value); repeat to require several."),
     click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
     click.option("--until", help=f"Only messages dead-lettered before this time: {TIME_HELP}."),
+    click.option("--key", "-k", help="Only messages with this key."),
     click.option("--dry-run", is_flag=True, help="Only count what would be affected."),
 ]
 
@@ -78,10 +83,12 @@ def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _filters(reason: str | None, properties: tuple[tuple[str, str], ...], since: str | None,
-             until: str | None) -> dict[str, Any]:
+             until: str | None, key: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if reason:
         body["reason"] = reason
+    if key is not None:
+        body["key"] = key
     if properties:
         body["properties"] = dict(properties)
     if since:
@@ -98,6 +105,8 @@ def _describe(body: dict[str, Any]) -> str:
     parts = []
     if "reason" in body:
         parts.append(f"reason {body['reason']}")
+    if "key" in body:
+        parts.append(f"key {body['key']}")
     for k, v in (body.get("properties") or {}).items():
         parts.append(f"{k}={v}")
     if "deadLetteredAfter" in body:
@@ -165,19 +174,35 @@ class _NoBar:
 @click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many messages.")
 @click.option("--rate", type=click.FloatRange(min=1, max=100_000),
               help="At most this many messages a second (1 to 100,000).")
+@click.option("--subscription-only", is_flag=True,
+              help="Redeliver each message only to the subscription it was dead-lettered from; "
+                   "the topic's other subscriptions do not see it again.")
+@click.option("--background", is_flag=True,
+              help="Start a redrive task on the broker and return its id at once; it survives "
+                   "broker restarts (follow it with `dlq redrive-status`).")
 def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None, reason: str | None,
-                properties: tuple[tuple[str, str], ...], since: str | None, until: str | None,
-                max_messages: int | None, dry_run: bool, rate: float | None) -> None:
+                properties: tuple[tuple[str, str], ...], since: str | None, until: str | None, key: str | None,
+                max_messages: int | None, dry_run: bool, rate: float | None, subscription_only: bool,
+                background: bool) -> None:
     """Move dead letters back to their source topic (REAL_TOPIC) or to --to TOPIC.
 
     Redriven messages keep key and properties and start with a delivery count
     of 0. Safe to interrupt and run again: nothing is moved twice.
     """
-    body = _filters(reason, properties, since, until)
+    if subscription_only and target is not None:
+        raise click.BadParameter("--subscription-only goes back to each message's own topic and "
+                                 "subscription: leave out --to", param_hint="'--to'")
+    body = _filters(reason, properties, since, until, key)
     if target is not None:
         body["target"] = str(target)
+    if subscription_only:
+        body["subscriptionOnly"] = True
     path = topic_path(dlq_topic) + "/letterbox/redrive"
-    where = f"to {target}" if target else "to their source topics"
+    where = (f"to {target}" if target else "into the subscriptions they were dead-lettered from"
+             if subscription_only else "to their source topics")
+    if background and not dry_run:
+        _start_task(a, dlq_topic, path, body, max_messages, rate, where)
+        return
     probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
     matched = int(probe.get("matched") or 0)
     if dry_run or matched == 0:
@@ -223,12 +248,67 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
              {"matched": matched, "moved": moved, "remaining": remaining, "dryRun": False})
 
 
+def _start_task(a: AdminContext, dlq_topic: TopicName, path: str, body: dict[str, Any],
+                max_messages: int | None, rate: float | None, where: str) -> None:
+    if max_messages is not None:
+        body["maxMessages"] = max_messages
+    if rate is not None:
+        body["ratePerSecond"] = rate
+    task = a.client.post_json(path, {**body, "background": True}) or {}
+    a.report(f"Started redrive task {task.get('taskId')}: about {task.get('remaining')} messages"
+             f"{_describe(body)} from {dlq_topic} {where}; follow it with "
+             f"`letterbox dlq redrive-status {dlq_topic} {task.get('taskId')} --follow`", task)
+
+
+def _task_line(t: dict[str, Any]) -> str:
+    left = f"{'~' if t.get('remainingEstimated') else ''}{t.get('remaining')}"
+    line = (f"task {t.get('taskId')}: {t.get('state')}, moved {t.get('moved')}, skipped {t.get('skipped')}, "
+            f"remaining {left}")
+    if t.get("subscriptionOnly"):
+        line += ", subscription-only"
+    if t.get("restarts"):
+        line += f", resumed {t['restarts']}x after broker restarts"
+    if t.get("error"):
+        line += f", error: {t['error']}"
+    return line
+
+
+@admin_command(dlq, "redrive-status", "dlq_topic", TOPIC)
+@click.argument("task_id", required=False)
+@click.option("--follow", "-f", is_flag=True, help="Poll the task and show its progress until it ends.")
+def dlq_redrive_status(a: AdminContext, dlq_topic: TopicName, task_id: str | None, follow: bool) -> None:
+    """Show the redrive tasks of DLQ_TOPIC, or the progress of TASK_ID."""
+    if task_id is None:
+        tasks: list[dict[str, Any]] = a.client.get_json(topic_path(dlq_topic) + "/letterbox/redriveTasks") or []
+        if a.json:
+            echo_json(tasks)
+        elif not tasks:
+            click.echo(f"no redrive tasks on {dlq_topic}")
+        else:
+            for t in tasks:
+                click.echo(_task_line(t))
+        return
+    path = topic_path(dlq_topic) + f"/letterbox/redrive/{task_id}"
+    task: dict[str, Any] = a.client.get_json(path) or {}
+    while follow and task.get("state") == "running":
+        if not a.json:
+            click.echo(_task_line(task), err=True)
+        time.sleep(FOLLOW_SECONDS)
+        task = a.client.get_json(path) or {}
+    a.report(_task_line(task), task)
+
+
 @admin_command(dlq, "redrive-cancel", "dlq_topic", TOPIC)
-def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName) -> None:
+@click.option("--task", "task_id", help="Cancel this redrive task (else whatever redrive runs on DLQ_TOPIC).")
+def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName, task_id: str | None) -> None:
     """Stop the redrive running on DLQ_TOPIC (started by this or another client).
 
     What it has moved stays moved; run the redrive again to move the rest.
     """
+    if task_id is not None:
+        task = a.client.request("DELETE", topic_path(dlq_topic) + f"/letterbox/redrive/{task_id}").json()
+        a.report(f"Cancelled redrive task {task_id} on {dlq_topic} after {task.get('moved')} messages", task)
+        return
     a.client.request("DELETE", topic_path(dlq_topic) + "/letterbox/redrive")
     a.report(f"Cancelled the redrive running on {dlq_topic}", {"cancelled": True})
 
@@ -237,9 +317,9 @@ def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName) -> None:
 @_filter_options
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, properties: tuple[tuple[str, str], ...],
-              since: str | None, until: str | None, dry_run: bool, yes: bool) -> None:
+              since: str | None, until: str | None, key: str | None, dry_run: bool, yes: bool) -> None:
     """Delete dead letters for good (all, or those matching the filters)."""
-    body = _filters(reason, properties, since, until)
+    body = _filters(reason, properties, since, until, key)
     path = topic_path(dlq_topic) + "/letterbox/purge"
     if dry_run or not yes:
         probe = a.client.post_json(path, {**body, "dryRun": True}) or {}

@@ -174,6 +174,10 @@ class Store:
         else:
             self._metadata[key] = value
 
+    def _metadata_op(self, key: str, value: str | None) -> MetadataOp:
+        """The op of a metadata write inside a Transaction (storage-internal)."""
+        return MetadataOp(key, value, self._metadata_committed)
+
     def metadata_items(self, prefix: str) -> list[tuple[str, str]]:
         return sorted((k, v) for k, v in self._metadata.items() if k.startswith(prefix))
 

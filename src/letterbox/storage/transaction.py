@@ -15,7 +15,12 @@
 #   * commit() assigns the entry ids (in call order, after the ledger's other appends so far)
 #     and serializes each cursor's NEW state from a detached copy, the live cursor untouched;
 #   * after the writer committed, the acks are applied to the live cursors and the entries
-#     are confirmed to their ledgers (readers, the tail cache, listeners) -- in that order;
+#     are confirmed to their ledgers (readers, the tail cache, listeners) in the same loop
+#     callback, before any other code runs: no dispatcher reads an appended entry while a
+#     cursor still lacks the transaction's ack of it (a subscription-only redrive acks its
+#     new entry on the other subscriptions);
+#   * metadata values written with put_metadata() commit with the rest (a task's progress
+#     record moves with the work it describes);
 #   * if it failed, the cursors are as they were (the messages stay where they are,
 #     redeliverable) and the ledgers give the reserved ids back (managed_ledger.py);
 #   * a cursor locked by a transaction is not written in the background meanwhile, so a
@@ -30,7 +35,7 @@ from typing import Protocol, TypeVar
 from .errors import StorageError
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import AppendOp, WriteOp
+from .ops import AppendOp, MetadataOp, WriteOp
 from .position import Position
 
 T = TypeVar("T")
@@ -41,6 +46,27 @@ class TransactionStore(Protocol):
     def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]: ...
 
     def _cursor_dirty(self, cursor: ManagedCursor) -> None: ...
+
+    def _metadata_op(self, key: str, value: str | None) -> MetadataOp: ...
+
+
+class _ApplyChanges(WriteOp):
+    """No row of its own: once the submission committed, applies the transaction's cursor
+    changes to the live cursors (on the loop thread, in the writer's completion callback)."""
+
+    __slots__ = ("changes",)
+    writes = False
+
+    def __init__(self, changes: list[tuple[ManagedCursor, list[CursorChange]]]) -> None:
+        self.changes = changes
+
+    def apply(self, conn: object, fenced: set[int]) -> None:
+        pass
+
+    def on_commit(self) -> None:
+        for cursor, cursor_changes in self.changes:
+            for change in cursor_changes:
+                change(cursor)
 
 
 class PendingAppend:
@@ -68,6 +94,7 @@ class Transaction:
         self._appends: list[PendingAppend] = []
         self._changes: dict[ManagedCursor, list[CursorChange]] = {}
         self._locked: list[ManagedCursor] = []
+        self._metadata: dict[str, str | None] = {}
         self._done = False
         self._pending: asyncio.Future[None] | None = None  # the writer submission, once committed
 
@@ -102,11 +129,21 @@ class Transaction:
         ids = list(entry_ids)
         self._change(cursor, lambda c: c.ack(ids))
 
+    def ack_appended(self, cursor: ManagedCursor, append: PendingAppend) -> None:
+        """Acknowledge, in `cursor`, the entry that `append` (of this transaction) creates:
+        its id is only known at commit(), where appends are prepared before cursor changes."""
+        self._change(cursor, lambda c: c.ack([append.position.entry_id]))
+
     def ack_batch_mask(self, cursor: ManagedCursor, entry_id: int, batch_size: int, mask: int) -> None:
         self._change(cursor, lambda c: c.ack_batch_mask(entry_id, batch_size, mask))
 
     def ack_cumulative(self, cursor: ManagedCursor, entry_id: int) -> None:
         self._change(cursor, lambda c: c.ack_cumulative(entry_id))
+
+    def put_metadata(self, key: str, value: str | None) -> None:
+        """Store (None: delete) a metadata value with this transaction (the store's
+        get_metadata sees it once committed)."""
+        self._metadata[key] = value
 
     def _change(self, cursor: ManagedCursor, change: CursorChange) -> None:
         if cursor not in self._locked:
@@ -141,18 +178,12 @@ class Transaction:
             for change in changes:
                 change(copy)
             ops.append(copy._snapshot_op())
+        ops.extend(self._store._metadata_op(k, v) for k, v in self._metadata.items())
+        # applied by the writer's completion itself, right after the appends' on_commit: a
+        # caller cancelled while the writer commits (an admin request whose client went away)
+        # must not leave a committed move unapplied in memory, and no dispatch may run between
+        ops.append(_ApplyChanges(list(self._changes.items())))
         submitted = self._store._submit(ops, None)
-        recorded = list(self._changes.items())
-
-        def apply(fut: asyncio.Future[None]) -> None:
-            if not fut.cancelled() and fut.exception() is None:
-                for cursor, cursor_changes in recorded:
-                    for change in cursor_changes:
-                        change(cursor)
-
-        # applied by the future itself: a caller cancelled while the writer commits (an admin
-        # request whose client went away) must not leave a committed move unapplied in memory
-        submitted.add_done_callback(apply)
         self._pending = submitted
         await asyncio.shield(submitted)
 

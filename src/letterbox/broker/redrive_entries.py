@@ -1,0 +1,49 @@
+# The two halves of moving a dead letter out of its DLQ, shared by redrive and
+# purge (redrive.py): the entry a redriven message becomes (a fresh message:
+# payload, key, ordering key, event time, schema version, the user's properties
+# and its origin; no dead-letter or retry stamps), and the "handled" marks on
+# the DLQ's internal cursor (per entry, or per batch index), recorded in the
+# caller's transaction.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from letterbox.failure import redriven_properties
+from letterbox.protocol import build_headers_and_payload, pb
+
+if TYPE_CHECKING:
+    from letterbox.broker.dead_letters import DeadLetter
+    from letterbox.storage.managed_cursor import ManagedCursor
+    from letterbox.storage.transaction import Transaction
+
+
+def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
+    meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
+    for k, v in redriven_properties(dl.properties).items():
+        meta.properties.add(key=k, value=v)
+    if dl.key is not None:
+        meta.partition_key = dl.key
+        if dl.key_b64:
+            meta.partition_key_b64_encoded = True
+    if dl.ordering_key is not None:
+        meta.ordering_key = dl.ordering_key
+    if dl.event_time:
+        meta.event_time = dl.event_time
+    if dl.null_value:
+        meta.null_value = True
+    if dl.schema_version is not None:
+        meta.schema_version = dl.schema_version
+    return build_headers_and_payload(meta, dl.payload)
+
+
+def mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
+    plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
+    if plain:
+        txn.ack(cursor, plain)
+    masks: dict[int, tuple[int, int]] = {}
+    for dl in chunk:
+        if dl.batch_index >= 0:
+            size, mask = masks.get(dl.entry_id, (dl.batch_size, 0))
+            masks[dl.entry_id] = (size, mask | 1 << dl.batch_index)
+    for eid, (size, mask) in masks.items():
+        txn.ack_batch_mask(cursor, eid, size, mask)
