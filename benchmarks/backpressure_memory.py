@@ -21,6 +21,7 @@ import re
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -103,6 +104,7 @@ def main() -> None:
     ap.add_argument("--pending", type=int, default=32, help="the flood producer's max_pending_messages")
     ap.add_argument("--stuck-consumer", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", metavar="PATH", help="py-spy record the broker during the flood (raw format)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="letterbox-bpmem-"))
     broker = Broker(tmp / "data", log=tmp / "broker.log").start()
@@ -119,7 +121,7 @@ def main() -> None:
     try:
         idle = memory_mb(broker.pid)["VmRSS"]
         flood_topic = "persistent://public/default/flood"
-        sock = stuck_consumer(broker.port, flood_topic) if a.stuck_consumer else None
+        sock = stuck_consumer(int(broker.url.rsplit(":", 1)[1]), flood_topic) if a.stuck_consumer else None
         threading.Thread(target=sample, daemon=True).start()
         stop, lat = threading.Event(), []  # type: ignore[var-annotated]
         h = threading.Thread(target=healthy, args=(broker.url, "persistent://public/default/healthy", stop, lat))
@@ -130,7 +132,12 @@ def main() -> None:
         q: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
         p = ctx.Process(target=flood, args=(broker.url, flood_topic, a.seconds, a.pending, q))
         p.start()
+        spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "-p", str(broker.pid), "-d", str(int(a.seconds)), "-r", "100",
+                                "--threads", "-f", "raw", "-o", a.profile], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL) if a.profile else None
         fr = q.get(timeout=a.seconds + 300)
+        if spy is not None:
+            spy.wait(60)
         p.join(60)
         stop.set()
         h.join(30)
@@ -142,6 +149,7 @@ def main() -> None:
             "stored_mb_per_s": round(fr["ok"] * SIZE / 1e6 / fr["seconds"], 1),
             "broker_rss_idle_mb": round(idle, 1), "broker_rss_peak_sampled_mb": round(peak[0], 1),
             "broker_vmhwm_mb": round(memory_mb(broker.pid)["VmHWM"], 1), "data_dir_mb": round(data_mb),
+            "healthy_before_p50_ms": pct(lat[:base], 0.5), "healthy_before_max_ms": pct(lat[:base], 1.0),
             "healthy_sends": len(during), "healthy_p50_ms": pct(during, 0.5), "healthy_p99_ms": pct(during, 0.99),
             "healthy_max_ms": round(max(during) * 1000, 1) if during else None,
             "healthy_mean_ms": round(statistics.mean(during) * 1000, 1) if during else None,
@@ -157,6 +165,7 @@ def main() -> None:
         print(f"flood: {fr['ok']} x 5 MB stored in {fr['seconds']} s ({r['stored_mb_per_s']} MB/s), data dir {r['data_dir_mb']} MB")
         print(f"broker RSS: idle {r['broker_rss_idle_mb']} MB, peak {r['broker_rss_peak_sampled_mb']} MB "
               f"(VmHWM {r['broker_vmhwm_mb']} MB)")
+        print(f"healthy client before the flood: p50 {r['healthy_before_p50_ms']} ms, max {r['healthy_before_max_ms']} ms")
         print(f"healthy client: {r['healthy_sends']} sends, p50 {r['healthy_p50_ms']} ms, p99 {r['healthy_p99_ms']} ms, "
               f"max {r['healthy_max_ms']} ms; load {r['loadavg']}")
     print(json.dumps(r))

@@ -88,8 +88,9 @@ class BrokerConfig:
     # bytes of one connection's SENDs not yet receipted plus its unfinished frame
     # before reading pauses (letterbox; never less than one max-size frame)
     max_pending_bytes_per_connection: int = 16 * 1024 * 1024
-    # the same over all connections (maxMessagePublishBufferSizeInMB; -1: no limit)
-    max_message_publish_buffer_size_in_mb: int = 256
+    # bytes awaiting storage over all connections (maxMessagePublishBufferSizeInMB; -1: no
+    # limit); 64 keeps broker RSS under ~300 MB however many producers flood (docs/operations.md)
+    max_message_publish_buffer_size_in_mb: int = 64
     # a started frame must be complete within this time, and CONNECT must
     # arrive this long after the TCP accept (letterbox; Pulsar has no equivalent)
     frame_timeout_seconds: float = 30.0
