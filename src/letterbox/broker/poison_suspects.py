@@ -7,8 +7,8 @@
 # counts for unacknowledged entries only: counting is O(entries with a count),
 # and a subscription with none (the common case) costs one dict check, which
 # keeps the per-subscription gauge of /metrics cheap. The last failure reason
-# comes from the attempt log (`sub.redelivery.last_failure_reason(entry_id)`)
-# where the broker has one, else null.
+# is the attempt log's (`sub.redelivery.last_failure_reason(entry_id)`): the
+# latest reason a client gave, null when none did (a plain client's nack).
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,13 +61,6 @@ def suspect_count(sub: Subscription) -> int:
     return sum(1 for n in counts.values() if n * 2 > limit)
 
 
-def last_failure_reason(sub: Subscription, entry_id: int) -> str | None:
-    """The attempt log's last failure reason, once the broker keeps one."""
-    log = getattr(sub, "redelivery", None)
-    reason = getattr(log, "last_failure_reason", None)
-    return reason(entry_id) if callable(reason) else None
-
-
 def suspects(sub: Subscription, limit: int | None = None) -> list[PoisonSuspect]:
     """The suspects, most redelivered first (then in entry order), at most `limit`."""
     top = max_redeliveries(sub)
@@ -84,5 +77,5 @@ def suspects(sub: Subscription, limit: int | None = None) -> list[PoisonSuspect]
         out.append(PoisonSuspect(
             entry_id=eid, message_id=origin_message_id(ledger_id, eid, partition, -1), redelivery_count=n,
             max_redeliveries=top, first_delivery_ms=first, last_delivery_ms=last,
-            next_delivery_ms=deliveries.due.get(eid, 0), last_failure_reason=last_failure_reason(sub, eid)))
+            next_delivery_ms=deliveries.due.get(eid, 0), last_failure_reason=sub.redelivery.last_failure_reason(eid)))
     return out
