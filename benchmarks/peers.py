@@ -233,6 +233,21 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def versus(rows: list[dict[str, object]]) -> list[str]:
+    """letterbox against NATS per workload, in the terms of issue 13's acceptance."""
+    out = []
+    by = {(r["workload"], r["system"]): r for r in rows}
+    for workload in dict.fromkeys(r["workload"] for r in rows):
+        lb, nats = by.get((workload, "letterbox")), by.get((workload, "nats"))
+        if lb is None or nats is None:
+            continue
+        out.append(f"{workload}: letterbox {float(lb['msg_per_s']) / float(nats['msg_per_s']):.2f} x NATS msg/s, "  # type: ignore[arg-type]
+                   f"time {float(lb['seconds']) / float(nats['seconds']):.2f} x NATS, broker CPU "  # type: ignore[arg-type]
+                   f"{lb['broker_us_per_msg']} vs {nats['broker_us_per_msg']} µs/msg, exact: "
+                   f"{lb['exact']} / {nats['exact']}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--systems", default="nats,letterbox", help="comma-separated: nats, letterbox")
@@ -264,6 +279,9 @@ def main() -> None:
     print(f"\n{meta['date']}, {meta['nproc']} CPUs, load average before {meta['loadavg_before']} "
           f"after {meta['loadavg_after']}; median of {a.runs}\n")
     print(table(rows))
+    print()
+    for line in versus(rows):
+        print(line)
 
 
 if __name__ == "__main__":
