@@ -46,6 +46,7 @@ class AdminServer(AdminContext):
     # --- lifecycle ---------------------------------------------------------------
     def build_app(self) -> web.Application:
         from letterbox.admin import (
+            routes_attempts,
             routes_clock,
             routes_cluster,
             routes_dead_letters,
@@ -75,6 +76,7 @@ class AdminServer(AdminContext):
             routes_dead_letters.register,
             routes_clock.register,
             routes_poison.register,
+            routes_attempts.register,
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)
         for register in registrars:

@@ -11,6 +11,7 @@ import click
 
 from letterbox.auth_flags import current_auth
 from letterbox.cli import (
+    admin_attempts,  # noqa: F401  (registers `topics attempts`)
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
 )

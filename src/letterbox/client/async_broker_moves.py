@@ -20,6 +20,8 @@ from letterbox.client.broker_moves import (
     MAX_BACKOFF,
     RETRIED_STATUSES,
     Move,
+    announce_answer,
+    announce_request,
     move_answer,
     move_request,
     parse_admin_url,
@@ -48,8 +50,15 @@ class AsyncBrokerMoves:
         status, payload = await self._post(path, body)
         return move_answer(move, status, payload)
 
-    async def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        deadline = time.monotonic() + self.retry_for
+    async def announce(self, topic: str, subscription: str, message_id: str, reason: str | None) -> bool:
+        """Announce a nack of `message_id` with `reason` (one try); True if recorded."""
+        path, body = announce_request(topic, subscription, message_id, reason)
+        status, payload = await self._post(path, body, retry_for=0.0)
+        return announce_answer(message_id, status, payload)
+
+    async def _post(self, path: str, body: bytes, retry_for: float | None = None) -> tuple[int, bytes]:
+        retry_for = self.retry_for if retry_for is None else retry_for
+        deadline = time.monotonic() + retry_for
         backoff = FIRST_BACKOFF
         attempts = 0
         while True:
@@ -66,7 +75,7 @@ class AsyncBrokerMoves:
                 problem = f"{type(exc).__name__}: {exc}"
             left = deadline - time.monotonic()
             if left <= 0:
-                raise unreachable(self.admin_url, attempts, self.retry_for, problem)
+                raise unreachable(self.admin_url, attempts, retry_for, problem)
             await asyncio.sleep(min(backoff, left))
             backoff = min(backoff * 2, MAX_BACKOFF)
 

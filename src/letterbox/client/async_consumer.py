@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -25,11 +26,12 @@ import pulsar.asyncio as pulsar_asyncio
 
 from letterbox.auth_options import AuthOptions
 from letterbox.client.async_broker_moves import AsyncBrokerMoves
-from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, Move
+from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoveError, Move
 from letterbox.client.retry_core import RetryCore, retry_consumer_type
 from letterbox.failure import DeadLetterPolicy, DelayLevels
 
 _CLOSE_WAIT_SECONDS = 5.0
+log = logging.getLogger("letterbox.client")
 
 
 class AsyncRetryConsumer(RetryCore):
@@ -112,8 +114,13 @@ class AsyncRetryConsumer(RetryCore):
         """Acknowledge `msg` (from the topic or the retry topic)."""
         await self._consumer_of(msg).acknowledge(msg)
 
-    async def negative_acknowledge(self, msg: pulsar.Message) -> None:
-        """Have `msg` redelivered after the negative-ack delay; counts as a delivery."""
+    async def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None) -> None:
+        """Have `msg` redelivered after the negative-ack delay; counts as a delivery. The
+        nack and `reason` are announced to the broker first (as RetryConsumer's)."""
+        try:
+            await self._moves.announce(*self.nack_announcement(msg, reason))
+        except BrokerMoveError as exc:
+            log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         await self._consumer_of(msg).negative_acknowledge(msg)
         self.count_nack()
 

@@ -10,6 +10,10 @@
 # consumer's admin credentials (AuthOptions: token or basic header, TLS trust
 # and client certificate); a 401/403 is not retried. AsyncBrokerMoves
 # (async_broker_moves.py) makes the same calls with the same retries on asyncio.
+# The same connection announces nacks (`.../letterbox/attempts/{messageId}`,
+# with the client's reason) before they are performed: one try, no retries,
+# since a nack must not wait for a broker that is away (an announcement that
+# failed leaves that nack recorded as an ack timeout).
 from __future__ import annotations
 
 import http.client
@@ -66,6 +70,25 @@ def move_request(move: Move) -> tuple[str, bytes]:
     return path, body
 
 
+def announce_request(topic: str, subscription: str, message_id: str, reason: str | None) -> tuple[str, bytes]:
+    """The admin path and JSON body announcing a nack of `message_id` (with its reason)."""
+    name = TopicName.parse(topic)
+    sub = urllib.parse.quote(subscription, safe="")
+    path = f"{name.admin_path}/subscription/{sub}/letterbox/attempts/{urllib.parse.quote(message_id, safe='')}"
+    return path, json.dumps({"ending": "nack", "reason": reason}).encode()
+
+
+def announce_answer(message_id: str, status: int, payload: bytes) -> bool:
+    """True if the broker took the announcement; BrokerMoveError for a refusal."""
+    if status != 200:
+        raise BrokerMoveError(f"broker refused the nack announcement of {message_id}: {payload[:200]!r} "
+                              f"(HTTP {status})", status)
+    try:
+        return bool(json.loads(payload).get("announced"))
+    except (ValueError, AttributeError):
+        return False
+
+
 def move_answer(move: Move, status: int, payload: bytes) -> bool:
     """True if moved, False if already acknowledged; BrokerMoveError for a refusal."""
     try:
@@ -117,9 +140,16 @@ class BrokerMoves:
         status, payload = self._post(path, body)
         return move_answer(move, status, payload)
 
-    def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
+    def announce(self, topic: str, subscription: str, message_id: str, reason: str | None) -> bool:
+        """Announce a nack of `message_id` with `reason` (one try); True if recorded."""
+        path, body = announce_request(topic, subscription, message_id, reason)
+        status, payload = self._post(path, body, retry_for=0.0)
+        return announce_answer(message_id, status, payload)
+
+    def _post(self, path: str, body: bytes, retry_for: float | None = None) -> tuple[int, bytes]:
         """POST until an answer that is not 502/503/504 comes, or retry_for has passed."""
-        deadline = time.monotonic() + self.retry_for
+        retry_for = self.retry_for if retry_for is None else retry_for
+        deadline = time.monotonic() + retry_for
         backoff = FIRST_BACKOFF
         attempts = 0
         while True:
@@ -139,7 +169,7 @@ class BrokerMoves:
                     self._close()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise unreachable(self.admin_url, attempts, self.retry_for, problem)
+                raise unreachable(self.admin_url, attempts, retry_for, problem)
             time.sleep(min(backoff, left))
             backoff = min(backoff * 2, MAX_BACKOFF)
 

@@ -22,6 +22,7 @@
 # retries wait their delay on every subscription type.
 from __future__ import annotations
 
+import logging
 import queue
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -30,7 +31,7 @@ from typing import Any
 import pulsar
 
 from letterbox.auth_options import AuthOptions
-from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoves, Move
+from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoveError, BrokerMoves, Move
 from letterbox.client.retry_core import (
     DEFAULT_ADMIN_URL,
     RetryCore,
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _QUEUE_SIZE = 100
+log = logging.getLogger("letterbox.client")
 
 
 class RetryConsumer(RetryCore):
@@ -143,8 +145,17 @@ class RetryConsumer(RetryCore):
         """Acknowledge `msg` (from the topic or the retry topic)."""
         self._consumer_of(msg).acknowledge(msg)
 
-    def negative_acknowledge(self, msg: pulsar.Message) -> None:
-        """Have `msg` redelivered after the negative-ack delay; counts as a delivery."""
+    def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None) -> None:
+        """Have `msg` redelivered after the negative-ack delay; counts as a delivery.
+
+        The nack, and `reason` if given, go into the message's delivery attempt log on
+        the broker (and into its dead letter's FAILURE_DESCRIPTION, if it dies). The
+        announcement is tried once; if the broker cannot be reached the nack is still
+        made (the broker then records this attempt as an ack timeout)."""
+        try:
+            self._moves.announce(*self.nack_announcement(msg, reason))
+        except BrokerMoveError as exc:
+            log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         self._consumer_of(msg).negative_acknowledge(msg)
         self.count_nack()
 

@@ -37,7 +37,8 @@ from letterbox.failure import (
     retry_stamps,
     topic_role,
 )
-from letterbox.failure.consumer_properties import consumer_properties_of
+from letterbox.failure.attempts import clip_reason
+from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES, consumer_properties_of
 from letterbox.message_properties import ORIGIN_MESSAGE_ID, REAL_TOPIC, origin_message_id
 from letterbox.topic_name import PARTITION_SUFFIX, TopicName
 
@@ -122,8 +123,10 @@ class RetryCore:
     # --- subscribing ---------------------------------------------------------------------
     def subscribe_properties(self, given: Mapping[str, str] | None) -> dict[str, str]:
         """The consumer properties: the user's plus the letterbox.dlq.* ones, so nack and
-        ack-timeout redeliveries dead-letter on the broker into the same DLQ."""
+        ack-timeout redeliveries dead-letter on the broker into the same DLQ, and the mark
+        that this consumer announces its nacks (so the broker tells them from ack timeouts)."""
         properties = dict(given or {})
+        properties[ANNOUNCES_FAILURES] = "true"
         for key, value in consumer_properties_of(self.dead_letter_policy,
                                                  dead_letter_topic=self.dead_letter_topic).items():
             properties.setdefault(key, value)
@@ -181,6 +184,13 @@ class RetryCore:
             self._counters.dlq.inc()
         if terminated:
             self._counters.terms.inc()
+
+    def nack_announcement(self, msg: pulsar.Message, reason: str | None) -> tuple[str, str, str, str | None]:
+        """What announces a nack of `msg` to the broker: topic, subscription, message id and
+        the reason (at most letterbox.failure.attempts.MAX_REASON_CHARS characters)."""
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"reason must be a str or None, got {type(reason).__name__}")
+        return msg.topic_name(), self.subscription_name, message_id_text(msg), clip_reason(reason)
 
     def count_nack(self) -> None:
         self._counters.nack.inc()

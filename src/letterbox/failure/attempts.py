@@ -37,8 +37,9 @@ CONSUMER_GONE = "consumer-gone"
 TERMINATED = "terminated"
 EXPIRED = "expired"
 ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED)
-# the endings a client may announce before it performs them (failure reasons)
-ANNOUNCED_ENDINGS = (NACK, TERMINATED)
+# the endings a client announces before it performs them (a terminate's reason
+# travels with its move instead)
+ANNOUNCED_ENDINGS = (NACK,)
 
 DEFAULT_ATTEMPT_LOG_SIZE = 10
 MAX_ATTEMPT_LOG_SIZE = 1000
