@@ -3,76 +3,24 @@ redrive tasks (GET/DELETE .../letterbox/redrive/{taskId}, persistent, resumed af
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pulsar
 
 from tests.admin.helpers import call
+from tests.admin.redrive_helpers import (
+    DLQ_POLICY,
+    P,
+    T,
+    backlog,
+    dead_letter_in_s1,
+    drain,
+    live_dead_letters,
+    two_subscriptions,
+)
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
-
-P = "/admin/v2/persistent/public/default"
-T = "persistent://public/default/"
-DLQ_POLICY = {"letterbox.dlq.max_redeliveries": "1"}
-
-
-def backlog(base: str, topic: str, sub: str) -> int:
-    status, stats = call(base, "GET", f"{P}/{topic}/stats")
-    assert status == 200, stats
-    return int(stats["subscriptions"][sub]["msgBacklog"])
-
-
-def live_dead_letters(base: str, dlq: str, may_be_missing: bool = False) -> list[dict[str, Any]]:
-    status, letters = call(base, "GET", f"{P}/{dlq}/letterbox/deadLetters?limit=10000")
-    if status == 404 and may_be_missing:
-        return []
-    assert status == 200, letters
-    return list(letters)
-
-
-def drain(client: Any, topic: str, sub: str, timeout_ms: int = 1500) -> list[pulsar.Message]:
-    consumer = client.subscribe(T + topic, sub, consumer_type=pulsar.ConsumerType.Shared)
-    got = []
-    while True:
-        try:
-            msg = consumer.receive(timeout_millis=timeout_ms)
-        except pulsar.Timeout:
-            break
-        got.append(msg)
-        consumer.acknowledge(msg)
-    consumer.close()
-    return got
-
-
-def two_subscriptions(base: str, topic: str) -> None:
-    assert call(base, "PUT", f"{P}/{topic}")[0] == 204
-    for sub in ("S1", "S2"):
-        assert call(base, "PUT", f"{P}/{topic}/subscription/{sub}", '"earliest"')[0] == 204
-
-
-def dead_letter_in_s1(base: str, client: Any, topic: str, payloads: list[str], fail: set[str]) -> None:
-    """Publish `payloads`; S1's consumer acks all but `fail`, which it nacks until dead-lettered."""
-    consumer = client.subscribe(T + topic, "S1", consumer_type=pulsar.ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=20, properties=DLQ_POLICY)
-    producer = client.create_producer(T + topic, batching_enabled=False)
-    for p in payloads:
-        producer.send(p.encode(), partition_key=f"key-{p}", properties={"payload": p})
-    producer.close()
-
-    def settle() -> bool:
-        for _ in range(50):
-            try:
-                msg = consumer.receive(timeout_millis=50)
-            except pulsar.Timeout:
-                break
-            if msg.data().decode() in fail:
-                consumer.negative_acknowledge(msg)
-            else:
-                consumer.acknowledge(msg)
-        return len(live_dead_letters(base, f"{topic}-S1-DLQ", True)) >= len(fail)
-
-    assert wait_until(settle, 30, 0)
-    consumer.close()
 
 
 def test_subscription_only_redrive_reaches_s1_not_s2(broker: BrokerProcess, client: Any) -> None:
@@ -203,3 +151,53 @@ def test_task_resumes_after_kill_9(broker_factory: Any, tmp_path: Path) -> None:
     got = [m.data().decode() for m in drain(client, topic, "S1")]
     client.close()
     assert len(got) == n and sorted(got) == sorted(f"r{i}" for i in range(n))  # no duplicate, no loss
+
+
+def test_subscription_only_on_a_partitioned_source(broker: BrokerProcess, client: Any) -> None:
+    """REAL_TOPIC names a partition: the message goes back to S1 on that partition only."""
+    base = broker.admin_url
+    topic, dlq = "subonly-parts", "subonly-parts-S1-DLQ"
+    assert call(base, "PUT", f"{P}/{topic}/partitions", "2")[0] == 204
+    for i in range(2):
+        for sub in ("S1", "S2"):
+            status, body = call(base, "PUT", f"{P}/{topic}-partition-{i}/subscription/{sub}", '"earliest"')
+            assert status == 204, body
+    payloads = [f"p{i}" for i in range(8)]
+    dead_letter_in_s1(base, client, topic, payloads, {"p3", "p6"})
+    letters = live_dead_letters(base, dlq)
+    assert sorted(m["payloadText"] for m in letters) == ["p3", "p6"]
+    partitions = {m["payloadText"]: m["properties"]["REAL_TOPIC"] for m in letters}
+    assert all(re.fullmatch(rf"{T}{topic}-partition-[01]", p) for p in partitions.values())
+
+    def backlogs(sub: str) -> list[int]:
+        return [backlog(base, f"{topic}-partition-{i}", sub) for i in range(2)]
+
+    s2_before = backlogs("S2")
+    assert sum(s2_before) == 8 and backlogs("S1") == [0, 0]
+    status, result = call(base, "POST", f"{P}/{dlq}/letterbox/redrive", json.dumps({"subscriptionOnly": True}))
+    assert (status, result["moved"]) == (200, 2), result
+    assert backlogs("S2") == s2_before
+    expected = [0, 0]
+    for real in partitions.values():
+        expected[int(real[-1])] += 1
+    assert backlogs("S1") == expected  # each one back on the partition it came from
+    assert sorted(m.data() for m in drain(client, topic, "S1")) == [b"p3", b"p6"]
+
+
+def test_subscription_named_by_the_dlq_name(broker: BrokerProcess, client: Any) -> None:
+    """A dead letter without DEAD_LETTER_SUBSCRIPTION (a client-side DLQ): the subscription is
+    read from the DLQ's name <topic>-<subscription>-DLQ."""
+    base = broker.admin_url
+    topic = "subonly-named"
+    two_subscriptions(base, topic)
+    producer = client.create_producer(f"{T}{topic}-S1-DLQ", batching_enabled=False)
+    producer.send(b"from-a-client-dlq", properties={"REAL_TOPIC": T + topic, "ORIGIN_MESSAGE_ID": "1:0:-1:-1"})
+    producer.send(b"no-origin", properties={"DEAD_LETTER_REASON": "terminated"})
+    producer.close()
+    path = f"{P}/{topic}-S1-DLQ/letterbox/redrive"
+    status, body = call(base, "POST", path, json.dumps({"subscriptionOnly": True}))
+    assert status == 412 and "no (valid) REAL_TOPIC" in body["reason"], body
+    flt = {"subscriptionOnly": True, "properties": {"ORIGIN_MESSAGE_ID": "1:0:-1:-1"}}
+    assert call(base, "POST", path, json.dumps(flt))[1]["moved"] == 1
+    assert backlog(base, topic, "S1") == 1 and backlog(base, topic, "S2") == 0
+    assert [m.data() for m in drain(client, topic, "S1")] == [b"from-a-client-dlq"]

@@ -138,12 +138,12 @@ class _Progress:
     def record(self, txn: Transaction, count: int, resume: int) -> None:
         t = self.task
         if t.persistent:
-            txn.put_metadata(TASK_KEY + t.id, t.record(moved=t.moved + count, resume=resume + 1,
+            txn.put_metadata(TASK_KEY + t.id, t.record(moved=t.moved + count, resume=resume,
                                                        updated_ms=self.now()))
 
     def committed(self, count: int, resume: int) -> None:
         self.task.moved += count
-        self.task.resume = resume + 1
+        self.task.resume = resume  # its last entry: a batch may hold more to move
         self.task.updated_ms = self.now()
 
 

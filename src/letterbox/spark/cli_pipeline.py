@@ -177,16 +177,22 @@ def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: s
 @click.option("--run-name", default="redrive", show_default=True, help="Runs with the same name, filter and target republish nothing twice.")
 @click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
 @click.option("--master", default="local[*]", show_default=True)
+@click.option("--subscription-only", is_flag=True, help="Put each selected message back into the subscription it died in only "
+              "(Spark selects, the broker at --admin-url moves: atomic, other subscriptions do not see it).")
+@click.option("--admin-url", default="http://localhost:8080", show_default=True, help="The broker's admin API (--subscription-only).")
 @auth_options
-def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str) -> None:
+def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str,
+                    subscription_only: bool, admin_url: str) -> None:
     """Republish dead letters of DLQ_TOPIC that match --where, idempotently, on Spark."""
+    if subscription_only and target:
+        raise click.BadParameter("--subscription-only goes back to each message's own subscription: leave out --target")
     from letterbox.spark.redrive import redrive
     from letterbox.spark.session import local_session
 
     spark = local_session(master, "letterbox-redrive")
     try:
         result = redrive(spark, service_url, dlq_topic, where=where, target=target, run_name=run_name,
-                         auth=current_auth())
+                         auth=current_auth(), subscription_only=subscription_only, admin_url=admin_url)
     except Exception as exc:
         raise click.ClickException(f"redrive failed: {str(exc).splitlines()[0]}") from None
     finally:

@@ -12,9 +12,22 @@
 # properties, plus REAL_TOPIC and ORIGIN_MESSAGE_ID; the dead-letter and
 # retry stamps are dropped (failure.stamps' one table, as the admin/CLI
 # redrive) so it starts over as a fresh message.
+#
+# Subscription-only (`subscription_only=True`): a producer cannot keep the
+# topic's other subscriptions from seeing a message, so Spark only SELECTS
+# (the SQL filter runs on the cluster) and the broker MOVES: the selected
+# DLQ message ids go, at most ADMIN_IDS per call, to the broker's admin redrive
+# (`subscriptionOnly` + `messageIds`), which appends each message and acks it
+# on the other subscriptions in one storage transaction and marks it handled
+# in the DLQ. A repeated run moves nothing twice (moved messages are no longer
+# live). Needs the admin URL.
 from __future__ import annotations
 
 import hashlib
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +40,9 @@ from letterbox.spark.broker_io import open_client
 from letterbox.spark.offsets import sequence_id_for
 from letterbox.spark.options import full_topic_name
 from letterbox.spark.publisher import IdempotentPublisher
-from letterbox.topic_name import PARTITION_SUFFIX
+from letterbox.topic_name import PARTITION_SUFFIX, TopicName
+
+ADMIN_IDS = 5_000  # message ids per admin redrive call
 
 
 def redrive(
@@ -38,17 +53,27 @@ def redrive(
     target: str | None = None,
     run_name: str = "redrive",
     auth: AuthOptions | None = None,
+    subscription_only: bool = False,
+    admin_url: str | None = None,
 ) -> dict[str, int]:
     """Republish the dead letters matching `where` (Spark SQL over the source schema).
 
     Returns {"selected": matching dead letters, "republished": newly stored
-    messages}; a repeated run selects the same and republishes 0.
+    messages}; a repeated run selects the same and republishes 0. With
+    `subscription_only` the broker at `admin_url` moves them back into the
+    subscription each died in (see the module comment).
     """
     auth = auth or AuthOptions()
+    if subscription_only and (target is not None or not admin_url):
+        raise ValueError("a subscription-only redrive needs admin_url (the broker moves the messages) "
+                         "and takes no target")
     df = (spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic)
           .options(**auth.spark_options()).load())
     if where:
         df = df.where(where)
+    if subscription_only:
+        assert admin_url is not None
+        return _redrive_through_broker(df, admin_url, auth)
     if target is None:
         df = df.where(f"properties['{mp.REAL_TOPIC}'] IS NOT NULL")
     tag = hashlib.sha1(f"{full_topic_name(dlq_topic)}|{where or ''}|{target or ''}|{run_name}".encode()).hexdigest()[:10]
@@ -93,3 +118,37 @@ def _republish(service_url: str, target: str | None, tag: str, auth: AuthOptions
         yield pa.RecordBatch.from_pydict({"sent": [sent], "stored": [stored]}, schema=pa.schema([("sent", pa.int64()), ("stored", pa.int64())]))
 
     return run
+
+
+def _redrive_through_broker(df: Any, admin_url: str, auth: AuthOptions) -> dict[str, int]:
+    """Send the selected DLQ message ids to the broker's subscription-only redrive."""
+    selected = moved = 0
+    pending: dict[str, list[str]] = {}
+    for row in df.select("topic", "partition", "message_id").toLocalIterator():
+        dlq = row["topic"] if row["partition"] < 0 else f"{row['topic']}{PARTITION_SUFFIX}{row['partition']}"
+        ids = pending.setdefault(dlq, [])
+        ids.append(row["message_id"])
+        selected += 1
+        if len(ids) >= ADMIN_IDS:
+            moved += _admin_redrive(admin_url, dlq, ids, auth)
+            ids.clear()
+    for dlq, ids in pending.items():
+        if ids:
+            moved += _admin_redrive(admin_url, dlq, ids, auth)
+    return {"selected": selected, "republished": moved}
+
+
+def _admin_redrive(admin_url: str, dlq: str, ids: list[str], auth: AuthOptions) -> int:
+    path = TopicName.parse(dlq).admin_path + "/letterbox/redrive"
+    body = json.dumps({"subscriptionOnly": True, "messageIds": ids}).encode()
+    headers = {"Content-Type": "application/json", **auth.http_headers()}
+    request = urllib.request.Request(admin_url.rstrip("/") + path, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=300, context=auth.ssl_context()) as resp:
+            return int(json.load(resp).get("moved") or 0)
+    except urllib.error.HTTPError as exc:
+        try:
+            reason = json.loads(exc.read()).get("reason")
+        except ValueError:
+            reason = exc.reason
+        raise RuntimeError(f"subscription-only redrive of {dlq} refused (HTTP {exc.code}): {reason}") from None
