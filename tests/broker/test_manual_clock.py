@@ -183,6 +183,18 @@ def test_advance_errors(tmp_path: Path, broker_factory: Any) -> None:
     time.sleep(0.2)
     assert clock_now(manual) == before + 2500, "a manual clock does not move on its own"
 
+    # the same through the CLI
+    from tests.cli.helpers import admin, ok, ok_json
+
+    state = ok_json(admin(manual, "-o", "json", "clock", "advance", "90s"))
+    assert state["nowMs"] == before + 2500 + 90_000 and state["advancedMs"] == 90_000
+    assert ok_json(admin(manual, "-o", "json", "clock", "get"))["nowMs"] == before + 92_500
+    assert "clock:" in ok(admin(manual, "clock", "get")) and "manual" in ok(admin(manual, "clock", "get"))
+    bad = admin(manual, "clock", "advance", "soon")
+    assert bad.exit_code == 2 and "not a duration" in bad.output + bad.stderr
+    refused = admin(real, "clock", "advance", "1m")
+    assert refused.exit_code != 0 and "--clock manual --allow-test-clock" in refused.output + refused.stderr
+
 
 def test_a_rate_limited_redrive_pauses_on_the_broker_clock(tmp_path: Path) -> None:
     import threading

@@ -15,6 +15,7 @@ from letterbox.cli import (
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
 )
+from letterbox.cli.admin_clock import clock
 from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import (
     AdminClient,
@@ -44,6 +45,7 @@ def admin(ctx: click.Context, admin_url: str, output: str) -> None:
 
 
 admin.add_command(topics)
+admin.add_command(clock)
 
 
 # --- tenants -----------------------------------------------------------------------
