@@ -96,7 +96,7 @@ async def consume(a: argparse.Namespace) -> None:
             data = msg.data
             tally.deliveries += 1
             if data[10] == ord("P"):
-                await msg.nak()
+                await msg.nak(delay=a.nak_delay_ms / 1000 if a.nak_delay_ms else None)
                 tally.nacks += 1
                 continue
             await msg.ack()
@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--batching", choices=["on", "off"], default="off", help="ignored (NATS has no batching)")
     ap.add_argument("--failing", action="store_true", help="every 10th message always fails")
     ap.add_argument("--dlq", default="none", help="ignored (dead letters come from the advisory)")
+    ap.add_argument("--nak-delay-ms", type=int, default=0, help="nak(delay=...) (0: plain nak(), redelivered at once)")
     ap.add_argument("--timeout", type=float, default=60, help="give up after this long without a message")
     ap.add_argument("--drain", type=float, default=1.0, help="seconds to go on counting duplicates")
     a = ap.parse_args()

@@ -143,6 +143,8 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
     script = "_peers_nats.py" if system == "nats" else "_peers_pulsar.py"
     name = f"peers{uuid.uuid4().hex[:8]}" if system == "nats" else f"persistent://public/default/peers-{uuid.uuid4().hex[:8]}"
     common = ["--timeout", str(a.timeout), "--batching", batching, "--dlq", dlq] + (["--failing"] if failing else [])
+    if system == "nats" and a.nats_nak_delay_ms:
+        common += ["--nak-delay-ms", str(a.nats_nak_delay_ms)]
     consumer = Worker([sys.executable, script, "consume", url, name, str(n), *common])
     producer: Worker | None = None
     try:
@@ -257,6 +259,8 @@ def main() -> None:
     ap.add_argument("--w2", type=int, default=20_000, help="messages in W2 (a multiple of 10)")
     ap.add_argument("--size", type=int, default=100, help="payload bytes")
     ap.add_argument("--timeout", type=float, default=60, help="a consumer gives up after this long without a message")
+    ap.add_argument("--nats-nak-delay-ms", type=int, default=0,
+                    help="W2 on NATS: nak(delay=...) like the Pulsar clients' 100 ms nack delay (default: plain nak())")
     ap.add_argument("--no-install", action="store_true", help="fail instead of installing what is missing")
     ap.add_argument("--json", action="store_true", help="print only JSON (summary rows and every run)")
     a = ap.parse_args()
@@ -272,7 +276,8 @@ def main() -> None:
     rows = summarise(runs, systems, a.workloads)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nproc": os.cpu_count(),
             "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()], "runs_per_system": a.runs}
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()], "runs_per_system": a.runs,
+            "nats_nak_delay_ms": a.nats_nak_delay_ms}
     if a.json:
         print(json.dumps({"meta": meta, "rows": rows, "runs": runs}))
         return
