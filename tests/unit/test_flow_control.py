@@ -114,3 +114,13 @@ def test_close_gives_back_the_bytes_and_resumes_the_others() -> None:
     assert a.shared.total == 100 and tb.reading
     a.publish_done(9 * MB)  # a late receipt callback after close changes nothing
     assert a.shared.total == 100
+
+
+def test_a_batch_of_sends_counts_as_its_number_of_requests() -> None:
+    [(flow, transport)] = flows(BrokerConfig(max_pending_publish_requests_per_connection=10), 1)
+    flow.publish_started(1000, requests=9)
+    assert transport.reading
+    flow.publish_started(100)
+    assert not transport.reading
+    flow.publish_done(1000, requests=9)
+    assert transport.reading and flow.pending_requests == 1 and flow.shared.total == 100

@@ -74,19 +74,19 @@ class FlowControl:
         self.pauses = 0
         self.resumes = 0
 
-    def publish_started(self, nbytes: int) -> None:
-        """A SEND was accepted and is on its way to storage."""
-        self.pending_requests += 1
+    def publish_started(self, nbytes: int, requests: int = 1) -> None:
+        """`requests` SENDs of `nbytes` in all were accepted and are on their way to storage."""
+        self.pending_requests += requests
         self.pending_bytes += nbytes
         self.shared.total += nbytes
         if not self.paused and self._over(at_boundary=True):
             self._pause()
 
-    def publish_done(self, nbytes: int) -> None:
-        """That SEND was receipted (or failed): its bytes are no longer held."""
+    def publish_done(self, nbytes: int, requests: int = 1) -> None:
+        """Those SENDs were receipted (or failed): their bytes are no longer held."""
         if self.closed:
             return
-        self.pending_requests -= 1
+        self.pending_requests -= requests
         self.pending_bytes -= nbytes
         self.shared.change(-nbytes)
         if self.paused and self._under_half():
