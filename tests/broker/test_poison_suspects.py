@@ -116,3 +116,36 @@ def test_poison_suspects_view_cli_gauge_and_dead_letter_rate(tmp_path: Path) -> 
         client.close()
         code = b.stop()
     assert code == 0, b.log()
+
+
+def test_a_suspect_shows_the_last_failure_reason_given_through_letterbox_client(broker: BrokerProcess) -> None:
+    from letterbox.client import DeadLetterPolicy, RetryConsumer
+
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://public/default/poison-reason-{uuid.uuid4().hex[:8]}"
+        consumer = RetryConsumer(client, topic, "work", enable_retry=False, admin_url=broker.admin_url,
+                                 dead_letter_policy=DeadLetterPolicy(max_redeliver_count=4),
+                                 negative_ack_redelivery_delay_ms=20)
+        producer = client.create_producer(topic)
+        producer.send(b"bad")
+        reasons = ["db timeout", "db timeout", "schema mismatch: field 'amount'"]
+        for n, reason in enumerate(reasons):
+            msg = consumer.receive(10_000)
+            assert msg.redelivery_count() == n
+            consumer.negative_acknowledge(msg, reason=reason)
+        held = consumer.receive(10_000)
+        assert held.redelivery_count() == 3
+        status, body = suspects_of(broker, topic, "work")
+        assert status == 200, body
+        [suspect] = body["suspects"]
+        assert suspect["lastFailureReason"] == reasons[-1]
+        assert suspect["deliveryCount"] == 4 and suspect["maxRedeliveries"] == 4
+        out = ok(admin(broker, "topics", "poison-suspects", topic, "-s", "work"))
+        assert reasons[-1] in out
+        consumer.acknowledge(held)
+        assert wait_until(lambda: suspects_of(broker, topic, "work")[1]["suspectCount"] == 0)
+        consumer.close()
+        producer.close()
+    finally:
+        client.close()
