@@ -34,6 +34,8 @@ def dlq_hash(dlq: str) -> str:
 
 
 def open_page(page: Browser, broker: BrokerProcess, fragment: str = "#/") -> None:
+    """Load the console afresh (not just a new fragment of the open page) at `fragment`."""
+    page.driver.get("about:blank")
     page.driver.get(f"{broker.admin_url}/{fragment}")
 
 
@@ -234,3 +236,15 @@ def test_unknown_page_and_missing_topic_show_readable_errors(page: Browser, brok
 def test_docs_screenshots_are_committed_and_linked(name: str) -> None:
     check_png(DOCS_IMAGES / name)
     assert f"images/{name}" in (DOCS_IMAGES.parent / "console.md").read_text()
+
+
+def test_the_console_log_check_sees_javascript_errors(browser: Browser, broker: BrokerProcess) -> None:
+    """The check every test ends with (conftest.page) is not blind: an uncaught error in the page
+    shows up in what it reads."""
+    open_page(browser, broker)
+    browser.one("#view table, #view .error")
+    browser.errors()
+    browser.driver.execute_script("setTimeout(() => { throw new Error('planted console failure'); }, 0)")
+    found = browser.wait(lambda: [e for e in browser.errors() if "planted console failure" in e],
+                         what="the planted error in the browser log")
+    assert found[0].startswith("[javascript]"), found

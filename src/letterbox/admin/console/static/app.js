@@ -87,6 +87,7 @@ function loginView(root) {
       // 403: the credentials are good, this role just may not list tenants
     }
     loginReason = null;
+    sessionStorage.removeItem("letterbox.console.back");
     location.hash = back === "#/login" ? "#/" : back;
   });
   root.append(h("h1", {}, "Sign in"), form);
@@ -104,6 +105,7 @@ setUnauthorizedHandler((err) => {
 document.getElementById("logout").addEventListener("click", () => {
   auth.clear();
   loginReason = null;
+  sessionStorage.removeItem("letterbox.console.back");
   location.hash = "#/login";
 });
 window.addEventListener("hashchange", route);

@@ -6,7 +6,7 @@
 // only one, else the ids of every listed message that matches.
 import { api, paths } from "./api.js";
 import { barChart, columnChart, timeBuckets } from "./chart.js";
-import { clear, errorBox, fmtNum, h, setCrumbs, table, td } from "./dom.js";
+import { append, clear, errorBox, fmtNum, h, setCrumbs, table, td } from "./dom.js";
 import { fmtTime, preview } from "./format.js";
 import { purgeFlow, redriveFlow } from "./redrive.js";
 
@@ -67,30 +67,41 @@ export async function dlqView(root, tenant, ns, topic) {
         columnChart(buckets, { title: `dead letters per ${unit}`, width: 880, height: 200 })));
   };
 
+  // built once: a reload only refreshes the reason choices, so typing in the filters is never cut off
+  let reasonSelect = null;
   const renderToolbar = (summary) => {
     const reasons = [...new Set([...Object.keys(summary.byReason), st.reason].filter(Boolean))].sort();
-    const reason = h("select", { id: "reason-filter" }, h("option", { value: "" }, "any reason"),
-      reasons.map((r) => h("option", { value: r, selected: r === st.reason }, r)));
-    reason.addEventListener("change", () => {
-      st.reason = reason.value;
-      st.page = 0;
-      reload().catch(showError);
-    });
-    const key = h("input", { id: "key-filter", placeholder: "key", value: st.key, size: 14 });
-    const text = h("input", { id: "text-filter", placeholder: "search payload, properties, id", value: st.text, size: 30 });
-    for (const [el, field] of [[key, "key"], [text, "text"]]) {
-      for (const ev of ["input", "change"]) {
-        el.addEventListener(ev, () => {
-          if (st[field] === el.value) return; // a blur's change after input: the list is current
-          st[field] = el.value;
-          st.page = 0;
-          renderList();
-        });
+    if (!reasonSelect) {
+      reasonSelect = h("select", { id: "reason-filter" });
+      reasonSelect.addEventListener("change", () => {
+        st.reason = reasonSelect.value;
+        st.page = 0;
+        reload().catch(showError);
+      });
+      const key = h("input", { id: "key-filter", placeholder: "key", value: st.key, size: 14 });
+      const text = h("input", { id: "text-filter", placeholder: "search payload, properties, id", value: st.text,
+        size: 30 });
+      for (const [el, field] of [[key, "key"], [text, "text"]]) {
+        for (const ev of ["input", "change"]) {
+          el.addEventListener(ev, () => {
+            if (st[field] === el.value) return; // a blur's change after input: the list is current
+            st[field] = el.value;
+            st.page = 0;
+            renderList();
+          });
+        }
       }
+      const refresh = h("button", { type: "button", id: "refresh" }, "Refresh");
+      refresh.addEventListener("click", () => reload().catch(showError));
+      toolbar.append(h("label", {}, "Reason ", reasonSelect), key, text, refresh);
     }
-    const refresh = h("button", { type: "button", id: "refresh" }, "Refresh");
-    refresh.addEventListener("click", () => reload().catch(showError));
-    clear(toolbar).append(h("label", {}, "Reason ", reason), key, text, refresh);
+    const wanted = ["", ...reasons];
+    const have = [...reasonSelect.options].map((o) => o.value);
+    if (wanted.join("\n") !== have.join("\n")) {
+      append(clear(reasonSelect), [h("option", { value: "" }, "any reason"),
+        reasons.map((r) => h("option", { value: r }, r))]);
+    }
+    reasonSelect.value = st.reason;
   };
 
   const matching = () => messages.filter((m) => {
