@@ -14,7 +14,8 @@ import pytest
 
 from tests.conftest import BrokerProcess, wait_until
 from tests.console.browser import Browser
-from tests.console.dead_letters import backlog, live_dead_letters, make_dead_letters
+from tests.console.dead_letters import backlog, live_dead_letters, make_dead_letters, rest_path
+from tests.security.http import call
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SUB = "billing"
@@ -114,6 +115,9 @@ def test_filter_by_reason_search_and_message_detail(page: Browser, broker: Broke
     assert "order-7" in fields and "max-redeliveries" in fields and SUB in fields
     assert page.one("#payload").get_attribute("data-view") == "json"
     assert '"note": "nacked 7"' in page.text_of("#payload")
+    # its two deliveries, each ended by a nack, from the attempt log (.../letterbox/attempts/...)
+    attempts = page.wait(lambda: page.css("#attempts tr.attempt"), what="the attempt log")
+    assert len(attempts) == 2 and all("nack" in a.text for a in attempts), [a.text for a in attempts]
     props = page.text_of("#message-properties")
     assert "DEAD_LETTER_REASON" in props and "shop north" in props
     check_png(page.screenshot(images_dir(tmp_path) / "console-message.png"))
@@ -193,6 +197,29 @@ def test_redrive_selected_message_and_from_its_detail(page: Browser, broker: Bro
     page.wait_text("#redrive-status", "finished: 1 moved")
     assert len(live_dead_letters(broker.admin_url, dlq)) == 2
     assert wait_until(lambda: backlog(broker.admin_url, topic, SUB) == 3)
+
+
+def test_live_progress_of_a_running_redrive_and_cancel(page: Browser, broker: BrokerProcess,
+                                                        client: pulsar.Client) -> None:
+    """A slow redrive started elsewhere (the API, as the CLI does) shows on the page with its
+    progress moving; Cancel stops it and what moved stays moved."""
+    topic = new_topic("slow")
+    dlq = make_dead_letters(client, broker.admin_url, topic, SUB, nacked=40, terminated=0)
+    status, _, task = call(broker.admin_url, "POST", rest_path(dlq) + "/letterbox/redrive",
+                           {"background": True, "ratePerSecond": 4})
+    assert status == 202 and task["state"] == "running", task
+    open_page(page, broker, dlq_hash(dlq))
+    page.one(f"#redrive-progress[data-task='{task['taskId']}']")
+    first = page.wait_text("#redrive-status", "Redrive running")
+    page.wait(lambda: page.text_of("#redrive-status") != first, timeout=20, what="the progress to move")
+    page.one("#redrive-cancel").click()
+    done = page.wait_text("#redrive-status", "Redrive cancelled")
+    _, _, ended = call(broker.admin_url, "GET", f"{rest_path(dlq)}/letterbox/redrive/{task['taskId']}")
+    assert ended["state"] == "cancelled" and 0 < ended["moved"] < 40, ended
+    assert f"{ended['moved']} moved" in done
+    assert wait_until(lambda: backlog(broker.admin_url, topic, SUB) == ended["moved"])
+    assert len(live_dead_letters(broker.admin_url, dlq)) == 40 - ended["moved"]
+    page.wait_text("#list-count", f"of {40 - ended['moved']}")
 
 
 def test_purge_with_confirmation(page: Browser, broker: BrokerProcess, client: pulsar.Client) -> None:

@@ -8,7 +8,7 @@ import { api, paths } from "./api.js";
 import { barChart, columnChart, timeBuckets } from "./chart.js";
 import { append, clear, errorBox, fmtNum, h, setCrumbs, table, td } from "./dom.js";
 import { fmtTime, preview } from "./format.js";
-import { purgeFlow, redriveFlow } from "./redrive.js";
+import { purgeFlow, redriveFlow, watchTask } from "./redrive.js";
 
 export const LIST_LIMIT = 1000;
 const PAGE = 25;
@@ -37,10 +37,13 @@ export async function dlqView(root, tenant, ns, topic) {
   let messages = [];
 
   const reload = async () => {
-    const [summaries, listed] = await Promise.all([
+    const [summaries, listed, tasks] = await Promise.all([
       api("GET", paths.deadLetterTopics(tenant, ns)),
       api("GET", `${base}/letterbox/deadLetters?limit=${LIST_LIMIT}${st.reason ? `&reason=${enc(st.reason)}` : ""}`),
+      api("GET", `${base}/letterbox/redriveTasks`).catch(() => []), // 403 for a reader: no tasks shown
     ]);
+    const running = tasks.find((t) => t.state === "running");
+    if (running) watchTask(base, running, progress, after);
     const summary = summaries.find((s) => s.topic === full) || { messages: 0, byReason: {}, sourceTopics: {} };
     messages = listed;
     for (const m of listed) messageCache.set(`${base}|${m.messageId}`, m);

@@ -1,6 +1,6 @@
 // One dead letter in full: its fields, every property, the payload as text / JSON / hex,
 // its delivery attempts when the broker recorded them, and redrive / purge of just this message.
-import { api, paths } from "./api.js";
+import { api, paths, splitTopic } from "./api.js";
 import { clear, errorBox, h, setCrumbs, table, td } from "./dom.js";
 import { LIST_LIMIT, messageCache, shortTopic } from "./dlq.js";
 import { asJson, byteCount, fmtTime, hexDump, payloadBytes } from "./format.js";
@@ -60,9 +60,52 @@ export async function messageView(root, tenant, ns, topic, id) {
     h("h2", {}, "Properties"),
     table(["property", "value"], Object.entries(p).sort().map(([k, v]) => h("tr", {}, td(k),
       td(TIME_PROPS.has(k) ? `${v} (${fmtTime(v)})` : v))), { id: "message-properties" }));
-  const attempts = attemptsPanel(p);
-  if (attempts) root.append(h("h2", {}, "Delivery attempts"), attempts);
+  const attemptsHost = h("div", { id: "attempts-host" });
+  root.append(h("h2", {}, "Delivery attempts"), attemptsHost);
+  attemptsHost.append(await attemptsPanel(p));
   return null;
+}
+
+// The attempt log of the message in the subscription that dead-lettered it (GET
+// .../subscription/{sub}/letterbox/attempts/{ORIGIN_MESSAGE_ID}, which answers from the dead
+// letter's DELIVERY_ATTEMPTS once it left the subscription); the property itself when the
+// route cannot answer (no source recorded, or the role may not read the source topic).
+async function attemptsPanel(p) {
+  const source = p.REAL_TOPIC ? splitTopic(p.REAL_TOPIC) : null;
+  let list = null;
+  let note = null;
+  if (source && p.DEAD_LETTER_SUBSCRIPTION && p.ORIGIN_MESSAGE_ID) {
+    const path = `${paths.topic(...source)}/subscription/${enc(p.DEAD_LETTER_SUBSCRIPTION)}`
+      + `/letterbox/attempts/${enc(p.ORIGIN_MESSAGE_ID)}`;
+    try {
+      list = (await api("GET", path)).attempts;
+    } catch (err) {
+      if (err.status === 401) throw err;
+      note = `The attempt log could not be read: ${err.message}`;
+    }
+  }
+  if (list === null) list = parseAttempts(p.DELIVERY_ATTEMPTS);
+  const out = h("div");
+  if (note) out.append(h("p", { class: "muted" }, note));
+  if (!list || !list.length) {
+    out.append(h("p", { class: "muted" }, "No delivery attempts recorded for this message."));
+    return out;
+  }
+  out.append(table(["#", "delivered", "ended", "ending", "reason", "consumer", "address"],
+    list.map((a, i) => h("tr", { class: "attempt" }, td(String(i + 1)), td(fmtTime(a.deliveredAt)),
+      td(fmtTime(a.endedAt)), td(a.ending || "–"), td(a.reason || "–"), td(a.consumer || "–"),
+      td(a.address || "–"))), { id: "attempts" }));
+  return out;
+}
+
+function parseAttempts(raw) {
+  if (!raw) return [];
+  try {
+    const list = JSON.parse(raw);
+    return Array.isArray(list) ? list.filter((a) => a && typeof a === "object") : [];
+  } catch {
+    return [];
+  }
 }
 
 function payloadPanel(m) {
@@ -83,19 +126,4 @@ function payloadPanel(m) {
   }
   show(json ? "json" : m.payloadText !== null && m.payloadText !== undefined ? "text" : "hex");
   return h("div", {}, tabs, pre);
-}
-
-// DELIVERY_ATTEMPTS (recorded by the broker when it dead-letters): a JSON list of attempts
-function attemptsPanel(props) {
-  const raw = props.DELIVERY_ATTEMPTS;
-  if (!raw) return null;
-  let list;
-  try { list = JSON.parse(raw); } catch { return h("pre", { class: "payload" }, raw); }
-  if (!Array.isArray(list) || !list.length) return h("pre", { class: "payload" }, raw);
-  const keys = [...new Set(list.flatMap((a) => (a && typeof a === "object" ? Object.keys(a) : [])))];
-  const rows = list.map((a) => h("tr", {}, keys.map((k) => {
-    const v = a ? a[k] : undefined;
-    return td(/time|At$/i.test(k) && Number(v) > 1e11 ? fmtTime(v) : v === undefined ? "–" : JSON.stringify(v));
-  })));
-  return table(keys, rows, { id: "attempts" });
 }

@@ -1,12 +1,15 @@
 // Redrive and purge as the console runs them, through the admin API the CLI uses:
 // a dry run counts what the filter matches, a confirmation dialog names that count, then the
-// redrive runs in chunks (maxMessages per call) so the page shows live progress and can stop
-// between chunks (Cancel also DELETEs .../letterbox/redrive, which stops a chunk in flight).
-// Each chunk is one storage transaction on the broker: what moved stays moved.
+// redrive runs as a broker-side background task (POST .../letterbox/redrive with background:
+// true) whose progress the page polls (GET .../letterbox/redrive/{taskId}) and can cancel
+// (DELETE the same path). Each chunk is one storage transaction on the broker: what moved stays
+// moved. A task already running when the page opens (started by the CLI, another tab) is shown
+// the same way (watchTask).
 import { api } from "./api.js";
 import { clear, confirmDialog, errorBox, h, toast } from "./dom.js";
 
-const CHUNK = 100;
+const POLL_MS = 500;
+const watching = new Set(); // task ids this page polls
 
 export async function redriveFlow(base, filter, what, host, onDone) {
   const dry = await api("POST", `${base}/letterbox/redrive`, { ...filter, dryRun: true });
@@ -14,51 +17,65 @@ export async function redriveFlow(base, filter, what, host, onDone) {
     toast(`Nothing to redrive: no live dead letter matches ${what}.`);
     return;
   }
-  const target = h("input", { id: "redrive-target", size: 48, placeholder: "persistent://tenant/ns/topic" });
-  const extra = h("label", {}, "Target topic (empty: each message's source topic, REAL_TOPIC) ", target);
+  const target = h("input", { id: "redrive-target", size: 44, placeholder: "persistent://tenant/ns/topic" });
+  const rate = h("input", { id: "redrive-rate", type: "number", min: 1, max: 100000, placeholder: "no limit" });
+  const subOnly = h("input", { id: "redrive-subscription-only", type: "checkbox" });
+  const extra = h("div", { class: "dialog-fields" },
+    h("label", {}, "Target topic (empty: each message's source topic, REAL_TOPIC) ", target),
+    h("label", {}, "Messages per second ", rate),
+    h("label", {}, subOnly, " only back into the subscription each message was dead-lettered from"));
   const ok = await confirmDialog("Redrive dead letters",
     `Redrive ${dry.matched} message(s) (${what})? They are appended to their topic and leave this dead letter topic.`,
     `Redrive ${dry.matched}`, extra);
   if (!ok) return;
-  const body = { ...filter };
+  const body = { ...filter, background: true };
   if (target.value.trim()) body.target = target.value.trim();
-  await runChunks(base, body, dry.matched, host);
-  onDone();
+  if (rate.value) body.ratePerSecond = Number(rate.value);
+  if (subOnly.checked) body.subscriptionOnly = true;
+  const task = await api("POST", `${base}/letterbox/redrive`, body);
+  await watchTask(base, task, host, onDone);
 }
 
-async function runChunks(base, body, expected, host) {
-  let cancelled = false;
-  const bar = h("div", { style: "width: 0%" });
-  const line = h("p", { id: "redrive-status" }, `Redrive running: 0 of ${expected} moved`);
+export async function watchTask(base, task, host, onDone) {
+  if (watching.has(task.taskId)) return;
+  watching.add(task.taskId);
+  const taskPath = `${base}/letterbox/redrive/${encodeURIComponent(task.taskId)}`;
+  const bar = h("div");
+  const line = h("p", { id: "redrive-status" });
   const cancel = h("button", { type: "button", id: "redrive-cancel" }, "Cancel redrive");
-  cancel.addEventListener("click", () => {
-    cancelled = true;
+  const errors = h("div");
+  cancel.addEventListener("click", async () => {
     cancel.disabled = true;
-    api("DELETE", `${base}/letterbox/redrive`).catch(() => {}); // 404: no chunk in flight
+    try { show(await api("DELETE", taskPath)); } catch (err) { if (err.status !== 409) errors.append(errorBox(err)); }
   });
-  const panel = h("div", { class: "card", id: "redrive-progress" }, h("h2", {}, "Redrive progress"),
-    h("div", { class: "progress" }, bar), line, cancel);
+  const panel = h("div", { class: "card", id: "redrive-progress", dataset: { task: task.taskId } },
+    h("h2", {}, `Redrive task ${task.taskId}`), h("div", { class: "progress" }, bar), line, cancel, errors);
   clear(host).append(panel);
-  let moved = 0;
-  let remaining = expected;
+  const show = (t) => {
+    const total = Math.max(t.moved + (t.remaining || 0), 1);
+    bar.style.width = `${Math.round((100 * t.moved) / total)}%`;
+    const tail = t.remaining ? `, ${t.remaining} still match` : "";
+    if (t.state === "running") line.textContent = `Redrive running: ${t.moved} of ${t.moved + (t.remaining || 0)} moved`;
+    else if (t.state === "failed") line.textContent = `Redrive failed: ${t.moved} moved${tail}: ${t.error}`;
+    else line.textContent = `Redrive ${t.state}: ${t.moved} moved${tail}`;
+    line.dataset.state = t.state;
+    return t.state !== "running";
+  };
   try {
-    while (!cancelled) {
-      const r = await api("POST", `${base}/letterbox/redrive`, { ...body, maxMessages: CHUNK });
-      moved += r.moved;
-      remaining = r.remaining;
-      const total = Math.max(expected, moved + remaining, 1);
-      bar.style.width = `${Math.round((100 * moved) / total)}%`;
-      line.textContent = `Redrive running: ${moved} of ${moved + remaining} moved`;
-      if (r.cancelled || r.remaining === 0 || r.moved === 0) break;
+    let current = task;
+    while (!show(current)) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (!host.isConnected) return; // the user left the page: stop polling
+      current = await api("GET", taskPath);
     }
+    cancel.remove();
+    toast(line.textContent);
+    onDone();
   } catch (err) {
-    panel.append(errorBox(err));
+    if (err.status !== 401) errors.append(errorBox(err));
+  } finally {
+    watching.delete(task.taskId);
   }
-  cancel.remove();
-  line.textContent = `Redrive ${cancelled ? "cancelled" : "finished"}: ${moved} moved`
-    + (remaining ? `, ${remaining} still match` : "");
-  line.dataset.done = "true";
-  toast(line.textContent);
 }
 
 export async function purgeFlow(base, filter, what, onDone) {
