@@ -6,6 +6,7 @@ subscription view. Every test fails on a JS error on the page (conftest.page).""
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -248,6 +249,67 @@ def test_purge_with_confirmation(page: Browser, broker: BrokerProcess, client: p
     reasons = [m["properties"]["DEAD_LETTER_REASON"] for m in live_dead_letters(broker.admin_url, dlq)]
     assert reasons == ["max-redeliveries"] * 3
     assert backlog(broker.admin_url, topic, SUB) == 0  # a purge sends nothing back
+
+
+def test_subscription_view_samples_backlog_and_redelivery_rate(page: Browser, broker: BrokerProcess,
+                                                               client: pulsar.Client) -> None:
+    topic = new_topic("busy")
+    consumer = client.subscribe(topic, SUB, consumer_type=pulsar.ConsumerType.Shared,
+                                negative_ack_redelivery_delay_ms=20)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(20):
+        producer.send(f"m{i}".encode())
+    producer.close()
+    stop = threading.Event()
+
+    def nack_forever() -> None:  # a consumer that fails everything: redeliveries all the time
+        while not stop.is_set():
+            try:
+                consumer.negative_acknowledge(consumer.receive(200))
+            except pulsar.Timeout:
+                continue
+
+    worker = threading.Thread(target=nack_forever, daemon=True)
+    worker.start()
+    try:
+        open_page(page, broker, f"#/sub/public/default/{topic.rsplit('/', 1)[1]}/{SUB}")
+        page.wait_text("#sub-backlog", "20")
+        page.wait(lambda: float(page.text_of("#sub-redeliver").replace(",", "")) > 0, timeout=20,
+                  what="a redelivery rate above 0")
+        assert "Shared" in page.text_of("#sub-type")
+        assert page.css("#sub-consumers tbody tr"), "the nacking consumer is listed"
+        # several samples drawn: the backlog line has more than one point
+        page.wait(lambda: page.one("#chart-backlog path.line").get_attribute("d").count("L") >= 2, timeout=20,
+                  what="three backlog samples")
+        assert page.css("#chart-redeliver path.line")
+    finally:
+        stop.set()
+        worker.join(5)
+        consumer.close()
+
+
+def test_payloads_keys_and_properties_are_shown_as_text_never_markup(page: Browser, broker: BrokerProcess,
+                                                                     client: pulsar.Client) -> None:
+    topic = new_topic("markup")
+    evil = '<img src=x onerror="window.__pwned = 1"><b>bold</b>'
+    consumer = client.subscribe(topic, SUB, properties={"letterbox.dlq.max_redeliveries": "1"},
+                                consumer_type=pulsar.ConsumerType.Shared, negative_ack_redelivery_delay_ms=20)
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(evil.encode(), partition_key=evil, properties={"note": evil})
+    producer.close()
+    for _ in range(2):
+        consumer.negative_acknowledge(consumer.receive(10_000))
+    consumer.close()
+    dlq = f"{topic}-{SUB}-DLQ"
+    assert wait_until(lambda: len(live_dead_letters(broker.admin_url, dlq)) == 1)
+    open_page(page, broker, dlq_hash(dlq))
+    row = page.one("#dead-letters tbody tr.dl")
+    assert evil in row.text
+    row.find_element("css selector", "a.msg-link").click()
+    page.wait_text("#payload", evil)
+    assert evil in page.text_of("#message-fields") and evil in page.text_of("#message-properties")
+    assert not page.css("#view img, #view b")
+    assert page.driver.execute_script("return window.__pwned === undefined")
 
 
 def test_unknown_page_and_missing_topic_show_readable_errors(page: Browser, broker: BrokerProcess) -> None:

@@ -1,4 +1,4 @@
-"""The console on a broker with token authentication and authorization on: the sign-in view
+"""The console on a broker with token and basic authentication and authorization on: the sign-in view
 appears, a refused token shows the broker's reason, the super user's token opens the dead letter
 topic view and redrives through it, a namespace reader sees the dead letters but gets a readable
 403 when it tries to redrive; credentials live in sessionStorage and Log out forgets them."""
@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import bcrypt
 import pulsar
 import pytest
 
@@ -24,8 +25,12 @@ AUTH_KEY = "letterbox.console.auth"
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     secret = os.urandom(32)
-    data: Path = tmp_path_factory.mktemp("console-secured") / "data"
-    b = BrokerProcess(data, env=secure_env(secret)).start()
+    home: Path = tmp_path_factory.mktemp("console-secured")
+    htpasswd = home / ".htpasswd"
+    htpasswd.write_text(f"alice:{bcrypt.hashpw(b'alice-pw', bcrypt.gensalt(5)).decode()}\n")
+    env = {**secure_env(secret), "LETTERBOX_AUTHENTICATION_PROVIDERS": "token,basic",
+           "LETTERBOX_BASIC_AUTH_CONF": str(htpasswd), "LETTERBOX_SUPER_USER_ROLES": f"{SUPER_USER},alice"}
+    b = BrokerProcess(home / "data", env=env).start()
     yield Secured(b, secret)
     assert b.stop() == 0, b.log()
 
@@ -102,3 +107,25 @@ def test_reader_sees_dead_letters_and_a_readable_403(page: Browser, secured: Sec
     text = page.wait_text("#action-errors .error", "Not allowed (403)")
     assert "reader" in text and "tenant public" in text, text
     assert len(live_dead_letters(secured.broker.admin_url, dlq, secured.token(SUPER_USER))) == 4
+
+
+def test_sign_in_with_user_and_password(page: Browser, secured: Secured, dlq: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    page.allowed_errors = ("status of 401",)  # type: ignore[attr-defined]
+    open_page(page, secured.broker, "#/login")
+    Select(page.one("#login-kind")).select_by_value("basic")
+    page.one("#login-user").send_keys("alice")
+    page.one("#login-password").send_keys("wrong")
+    page.one("#login-submit").click()
+    text = page.wait_text("#login-status .error", "401")
+    assert "credentials refused" in text, text
+    page.one("#login-password").clear()
+    page.one("#login-password").send_keys("alice-pw")
+    page.one("#login-submit").click()
+    page.one("a[href='#/t/public']")  # alice is a super user: the tenants are listed
+    assert (stored(page) or "").count("Basic ") == 1
+    assert "signed in (alice)" in page.text_of("#who")
+    open_page(page, secured.broker, dlq_hash(dlq))  # a reload keeps the tab's credentials
+    live = live_dead_letters(secured.broker.admin_url, dlq, secured.token(SUPER_USER))
+    page.wait_text("#list-count", f"of {len(live)}")

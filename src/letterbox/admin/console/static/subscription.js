@@ -16,7 +16,7 @@ export async function subscriptionView(root, tenant, ns, topic, sub) {
   const samples = [];
   const now = h("div", { class: "cards", id: "sub-now" });
   const charts = h("div", { class: "cards" });
-  const consumers = h("div");
+  const consumers = h("div", { id: "sub-consumers" });
   const err = h("div");
   root.append(h("h1", {}, `Subscription ${sub} on ${tenant}/${ns}/${topic}`),
     h("p", { class: "muted" }, `Sampled every ${SAMPLE_MS / 1000} s while this page is open.`), err, now, charts,
