@@ -20,7 +20,7 @@ from letterbox.spark.broker_io import (
 )
 from letterbox.spark.offsets import EARLIEST, Position
 from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError
-from letterbox.spark.schema import BatchBuilder
+from letterbox.spark.schema import BatchBuilder, reads_dead_letters
 from letterbox.topic_name import TopicName
 
 
@@ -105,7 +105,7 @@ def read_partition(opts: ReadOptions, part: TopicRange) -> Iterator[Any]:
         return
     client = open_client(opts.service_url, auth=opts.auth)
     try:
-        builder = BatchBuilder(part.pt.parent, part.pt.index)
+        builder = BatchBuilder(part.pt.parent, part.pt.index, attempts=reads_dead_letters(opts.topics))
         add, size, n = builder.add, opts.arrow_batch_size, 0
         for msg, mid in read_range(client, part.pt.name, part.start, part.end, opts.read_timeout_ms, opts.fail_on_data_loss):
             add(msg, mid)

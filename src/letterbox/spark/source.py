@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 
 from letterbox.spark.options import ReadOptions, WriteOptions
 from letterbox.spark.planning import RANGES_DDL
-from letterbox.spark.schema import SCHEMA
+from letterbox.spark.schema import DEAD_LETTER_SCHEMA, SCHEMA, reads_dead_letters
 
 
 class LetterboxDataSource(DataSource):
@@ -26,6 +26,8 @@ class LetterboxDataSource(DataSource):
     def schema(self) -> StructType | str:
         if str(self.options.get("emit", "records")).strip() == "ranges":
             return RANGES_DDL
+        if reads_dead_letters(ReadOptions.parse(self.options).topics):
+            return DEAD_LETTER_SCHEMA
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
