@@ -72,18 +72,34 @@ def test_append_row_keeps_the_last_n() -> None:
     assert [a.reason for a in decode_rows(text)] == [str(i) for i in range(5, 15)]
 
 
-def test_record_without_attempts_reads_and_round_trips() -> None:
+def test_records_with_and_without_an_a_member_read() -> None:
     v2 = {"v": 2, "md": -1, "c": [0, 2], "t": [0, 5, 6]}
     s = DeliveryState.from_doc(v2)
     assert len(s.attempts) == 0 and s.counts == {0: 2}
-    assert '"a"' not in s.fragment()
+    assert s.attempts.take_changes() is None
     v1 = {"v": 1, "md": -1, "rc": [[0, 3]]}
     assert DeliveryState.from_doc(v1).counts == {0: 3}
-    s.attempts.set(0, _log(NACK))
-    doc = json.loads("{" + s.fragment() + "}")
-    back = DeliveryState.from_doc(doc)
-    assert back.attempts.get(0) == s.attempts.get(0)
-    assert back.counts == {0: 2}
-    # a batch-complete ack forgets the entry's log too
-    back.forget(0)
-    assert back.attempts.get(0) is None and '"a"' not in back.fragment()
+    # logs kept in the record (before the attempt_logs table) are read and moved by the next write
+    rows = json.loads(_log(NACK))
+    old = DeliveryState.from_doc({**v2, "a": [[0, rows]]})
+    assert old.attempts.get(0) == _log(NACK)
+    moved = old.attempts.take_changes()
+    assert moved is not None and moved.replace_all and moved.upserts == [(0, _log(NACK))]
+    assert '"a"' not in old.fragment()
+
+
+def test_only_changed_entries_are_written() -> None:
+    s = DeliveryState()
+    s.attempts.durable = True
+    s.attempts.set(1, _log(NACK))
+    s.attempts.set(2, _log(NACK))
+    first = s.attempts.take_changes()
+    assert first is not None and [e for e, _ in first.upserts] == [1, 2] and not first.deletes
+    assert s.attempts.take_changes() is None  # nothing changed since
+    s.forget(1)
+    s.forget(7)  # no log: no change
+    ch = s.attempts.take_changes()
+    assert ch is not None and ch.deletes == [1] and ch.upserts == []
+    s.attempts.rewrite_all()  # after a failed write
+    again = s.attempts.take_changes()
+    assert again is not None and again.replace_all and [e for e, _ in again.upserts] == [2]

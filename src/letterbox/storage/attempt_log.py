@@ -1,27 +1,43 @@
 # The delivery attempt log of one subscription (issue 14, item 1): entry id ->
 # that entry's failed deliveries, as one compact JSON text per entry (rows
 # written by letterbox.failure.attempts; this module does not read them).
-# It is part of the subscription's persisted state record (delivery_state.py
-# splices it into the cursor record as `"a":[[entry,[rows...]],...]`), so it
-# is written with the counts it goes with, in one storage transaction, and
-# survives a kill -9 whenever the count does.
-# Memory: one str per entry that failed at least once (the rows are bounded by
-# the broker's attempt_log_size); nothing for entries that never failed.
+# It belongs to the subscription's persisted state: a durable cursor writes
+# the entries that changed since its last write (`take_changes`) in the SAME
+# CursorWriteOp as its state record, into the table attempt_logs (one row per
+# entry that failed), so the log commits with the counts in one storage
+# transaction and survives a kill -9 whenever the count does, while a record
+# write never rewrites the logs of entries that did not change.
+# Records written before the table existed may carry the logs as `"a"`
+# (from_doc reads them; they move to the table with the next write).
+# Memory: one str per entry that failed at least once (its rows bounded by the
+# broker's attempt_log_size) and, for a durable cursor, the ids changed since
+# the last write; nothing for entries that never failed.
 # Invariants: no key is an acknowledged entry (forget / forget_through run
-# with the cursor's acks); `_fragment` is the serialized form while unchanged:
-# mutate through the methods only.
+# with the cursor's acks); mutate through the methods only.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 
+@dataclass
+class AttemptChanges:
+    """What one cursor write does to the attempt_logs rows of its cursor."""
+
+    upserts: list[tuple[int, str]] = field(default_factory=list)
+    deletes: list[int] = field(default_factory=list)
+    replace_all: bool = False  # delete every row of the cursor first
+
+
 class AttemptLog:
-    __slots__ = ("_fragment", "rows")
+    __slots__ = ("_all", "_changed", "durable", "rows")
 
     def __init__(self) -> None:
         self.rows: dict[int, str] = {}
-        self._fragment: str | None = None
+        self.durable = False  # a durable cursor's: changes are tracked for its writes
+        self._changed: set[int] = set()
+        self._all = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -31,43 +47,70 @@ class AttemptLog:
 
     def set(self, entry_id: int, text: str) -> None:
         self.rows[entry_id] = text
-        self._fragment = None
+        if self.durable:
+            self._changed.add(entry_id)
 
     def forget(self, entry_id: int) -> None:
-        if self.rows.pop(entry_id, None) is not None:
-            self._fragment = None
+        if self.rows.pop(entry_id, None) is not None and self.durable:
+            self._changed.add(entry_id)
 
     def forget_through(self, entry_id: int) -> None:
         rows = self.rows
         if rows and min(rows) <= entry_id:
-            for k in [k for k in rows if k <= entry_id]:
+            gone = [k for k in rows if k <= entry_id]
+            for k in gone:
                 del rows[k]
-            self._fragment = None
+            if self.durable:
+                self._changed.update(gone)
 
     def clear(self) -> None:
         if self.rows:
+            if self.durable:
+                self._changed.update(self.rows)
             self.rows.clear()
-            self._fragment = None
 
     def copy(self) -> AttemptLog:
         c = AttemptLog()
         c.rows = dict(self.rows)
-        c._fragment = self._fragment
+        c.durable = self.durable
+        c._changed = set(self._changed)
+        c._all = self._all
         return c
 
-    def fragment(self) -> str:
-        """`"a":[[entry,rows],...]` ("" when empty), spliced into the record as is."""
-        if self._fragment is None:
-            rows = self.rows
-            self._fragment = (
-                '"a":[' + ",".join(f"[{e},{rows[e]}]" for e in sorted(rows)) + "]" if rows else ""
-            )
-        return self._fragment
+    # ---- persistence ----
+
+    def take_changes(self) -> AttemptChanges | None:
+        """The changes since the last call (None: nothing to write); they are then
+        considered written (rewrite_all() after a write that failed)."""
+        if self._all:
+            self._all = False
+            self._changed.clear()
+            return AttemptChanges(upserts=sorted(self.rows.items()), replace_all=True)
+        if not self._changed:
+            return None
+        rows = self.rows
+        changes = AttemptChanges(
+            upserts=[(e, rows[e]) for e in sorted(self._changed) if e in rows],
+            deletes=[e for e in sorted(self._changed) if e not in rows],
+        )
+        self._changed.clear()
+        return changes
+
+    def rewrite_all(self) -> None:
+        """A write did not commit: the next one writes every row again."""
+        if self.durable:
+            self._all = True
+
+    def restore(self, rows: dict[int, str]) -> None:
+        """Rows read back from attempt_logs at start-up (they override a record's "a")."""
+        self.rows.update(rows)
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> AttemptLog:
-        """Read `"a"` of a record (absent in records written before the log existed)."""
+        """The `"a"` member of a record written before the attempt_logs table (if any):
+        marked to be moved into the table by the next write."""
         log = cls()
         for e, rows in doc.get("a", []):
             log.rows[int(e)] = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+        log._all = bool(log.rows)
         return log

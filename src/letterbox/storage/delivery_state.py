@@ -10,7 +10,8 @@
 #   times         entry id -> (first, last) delivery time, ms since the epoch
 #   due           entry id -> when a pending backoff ends, ms since the epoch
 #   attempts      entry id -> its failed deliveries (attempt_log.py), recorded on
-#                 failure events only and forgotten with the entry's ack
+#                 failure events only and forgotten with the entry's ack; written
+#                 with the record, in the same transaction, as rows of its own
 # It lives inside the cursor record (managed_cursor.py), so it is written with
 # mark-delete and the ack sets in ONE storage transaction.
 # Invariants: no key is an entry acknowledged as a whole (the cursor forgets an
@@ -40,7 +41,7 @@ class DeliveryState:
         self.index_counts: dict[int, dict[int, int]] = {}
         self.times: dict[int, tuple[int, int]] = {}
         self.due: dict[int, int] = {}
-        self.attempts = AttemptLog()  # serialized on its own (cached separately)
+        self.attempts = AttemptLog()  # written on its own (attempt_log.py), not in the record
         self._fragment: str | None = None  # the serialized record part, while unchanged
 
     # ---- counts ----
@@ -139,8 +140,7 @@ class DeliveryState:
             doc: dict[str, Any] = {}
             self.to_doc(doc)
             self._fragment = json.dumps(doc, separators=(",", ":"))[1:-1]
-        attempts = self.attempts.fragment()
-        return f"{self._fragment},{attempts}" if attempts else self._fragment
+        return self._fragment
 
     def to_doc(self, doc: dict[str, Any]) -> None:
         """Flat integer lists (e, n, e, n, ...): cheap to write for thousands of entries."""

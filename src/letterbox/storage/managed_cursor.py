@@ -5,7 +5,8 @@
 # acked batches, the delivery state of unacked entries (delivery_state.py: per-message and
 # per-batch-index redelivery counts -- PIP-22's "Solution 1": counts persisted with the
 # cursor, so they survive reconnects and restarts --, first/last delivery times and the due
-# time of each pending backoff, the attempt log of entries that failed), and a small
+# time of each pending backoff, the attempt log of entries that failed: written in the
+# same op, as rows of the attempt_logs table, only those that changed), and a small
 # `properties` map.
 # Invariants (after every public mutation):
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
@@ -73,6 +74,7 @@ class ManagedCursor:
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
         self.properties: dict[str, int] = {}
         self.deliveries = DeliveryState()
+        self.deliveries.attempts.durable = True
         self._dirty = False
         self._deleted = False
         self.txn_lock = asyncio.Lock()  # held by the Transaction that writes this cursor
@@ -261,10 +263,12 @@ class ManagedCursor:
         """Serialize the current state into a write op (usable in a multi-op transaction,
         e.g. together with an AppendOp for an atomic dead-letter move)."""
         self._dirty = False
-        return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state(), self._write_failed)
+        return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state(), self._write_failed,
+                             self.deliveries.attempts.take_changes())
 
     def _write_failed(self) -> None:
         """A write of this cursor did not commit: write it again (the Store backs off)."""
+        self.deliveries.attempts.rewrite_all()
         self._touch()
 
     def to_state(self) -> bytes:
@@ -297,6 +301,7 @@ class ManagedCursor:
         c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
         c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
         c.deliveries = DeliveryState.from_doc(doc)
+        c.deliveries.attempts.durable = True
         return c
 
     def __repr__(self) -> str:

@@ -315,8 +315,10 @@ class ManagedLedger:
     def _write(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
         return self._store._submit(ops, None)
 
-    def _restore_cursor(self, name: str, state: bytes) -> None:
-        self._cursors[name] = ManagedCursor.from_state(self, name, state, self._store._cursor_dirty)
+    def _restore_cursor(self, name: str, state: bytes, attempts: dict[int, str] | None = None) -> None:
+        c = self._cursors[name] = ManagedCursor.from_state(self, name, state, self._store._cursor_dirty)
+        if attempts:
+            c.deliveries.attempts.restore(attempts)
 
     async def delete_cursor(self, name: str) -> None:
         c = self._cursors.pop(name, None)

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Protocol
 
+from .attempt_log import AttemptChanges
 from .entry import Entry
 from .errors import LedgerClosedError
 
@@ -149,6 +150,7 @@ class DeleteLedgerOp(WriteOp):
         lid = (self.ledger_id,)
         conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
+        conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM producer_seq WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", lid)
 
@@ -181,17 +183,19 @@ class TrimOp(WriteOp):
 
 
 class CursorWriteOp(WriteOp):
-    """Rewrite one cursor's whole state record (serialized on the loop thread).
+    """Rewrite one cursor's whole state record (serialized on the loop thread), and the
+    rows of its attempt log that changed (`attempts`, attempt_log.py).
     `failed` (optional) runs on the loop thread if the write did not commit."""
 
-    __slots__ = ("failed", "ledger_id", "name", "state")
+    __slots__ = ("attempts", "failed", "ledger_id", "name", "state")
 
     def __init__(self, ledger_id: int, name: str, state: bytes,
-                 failed: Callable[[], None] | None = None) -> None:
+                 failed: Callable[[], None] | None = None, attempts: AttemptChanges | None = None) -> None:
         self.ledger_id = ledger_id
         self.name = name
         self.state = state
         self.failed = failed
+        self.attempts = attempts
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
@@ -199,6 +203,17 @@ class CursorWriteOp(WriteOp):
             "ON CONFLICT (ledger_id, name) DO UPDATE SET state = excluded.state",
             (self.ledger_id, self.name, self.state),
         )
+        ch = self.attempts
+        if ch is not None:
+            key = (self.ledger_id, self.name)
+            if ch.replace_all:
+                conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", key)
+            if ch.deletes:
+                conn.executemany("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id = ?",
+                                 [(*key, e) for e in ch.deletes])
+            if ch.upserts:
+                conn.executemany("INSERT OR REPLACE INTO attempt_logs (ledger_id, cursor, entry_id, attempts) "
+                                 "VALUES (?, ?, ?, ?)", [(*key, e, text) for e, text in ch.upserts])
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:
@@ -215,6 +230,9 @@ class DeleteCursorOp(WriteOp):
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
             "DELETE FROM cursors WHERE ledger_id = ? AND name = ?", (self.ledger_id, self.name)
+        )
+        conn.execute(
+            "DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", (self.ledger_id, self.name)
         )
 
 

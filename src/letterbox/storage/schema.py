@@ -12,6 +12,9 @@
 #                                     metadata scans never read blob overflow pages
 #   producer_seq(ledger_id, producer_name, sequence_id)  -- dedup state, same txn as entry
 #   cursors(ledger_id, name, state) -- one whole-state record per cursor (see cursor_state)
+#   attempt_logs(ledger_id, cursor, entry_id, attempts)
+#                                  -- the delivery attempt log of each entry that failed in a
+#                                     cursor, written with the cursor's record (attempt_log.py)
 #   metadata(key, value)
 # Invariant: per ledger, stored entry ids are contiguous from first_entry_id (trim removes a
 # prefix only); the loader tolerates gaps by counting missing ids as zero messages.
@@ -55,6 +58,13 @@ CREATE TABLE IF NOT EXISTS cursors (
     PRIMARY KEY (ledger_id, name)
 );
 CREATE TABLE IF NOT EXISTS metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS attempt_logs (
+    ledger_id INTEGER NOT NULL,
+    cursor TEXT NOT NULL,
+    entry_id INTEGER NOT NULL,
+    attempts TEXT NOT NULL,
+    PRIMARY KEY (ledger_id, cursor, entry_id)
+) WITHOUT ROWID;
 """
 
 _SYNC_PRAGMA = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
@@ -96,6 +106,7 @@ class RecoveredLedger:
     size_bytes: int
     sequences: dict[str, int] = field(default_factory=dict)
     cursors: list[tuple[str, bytes]] = field(default_factory=list)
+    attempts: dict[str, dict[int, str]] = field(default_factory=dict)  # cursor -> entry -> log
 
 
 @dataclass
@@ -138,7 +149,16 @@ def load_state(conn: sqlite3.Connection) -> RecoveredState:
             "SELECT name, state FROM cursors WHERE ledger_id = ? ORDER BY name", (lid,)
         ):
             led.cursors.append((cname, bytes(state)))
+        if _has_table(conn, "attempt_logs"):  # a data dir the writer has not opened yet has none
+            for cname, eid, text in conn.execute(
+                "SELECT cursor, entry_id, attempts FROM attempt_logs WHERE ledger_id = ?", (lid,)
+            ):
+                led.attempts.setdefault(cname, {})[int(eid)] = str(text)
         ledgers.append(led)
         next_ledger_id = max(next_ledger_id, lid + 1)
     metadata = dict(conn.execute("SELECT key, value FROM metadata").fetchall())
     return RecoveredState(next_ledger_id, ledgers, metadata)
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
