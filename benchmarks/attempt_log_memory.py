@@ -8,7 +8,7 @@ properties set a 1-hour redelivery backoff and a dead-letter limit above R recei
 every message and nacks it: each nack is one attempt in the message's log, and the
 backoff holds the message in the broker (in redelivery). Once the broker's CPU time is
 quiet for 3 s, its VmRSS / VmHWM and the size of the subscription's state record (which
-holds the counts, times and attempt logs) are read; the clock is then advanced 2 hours
+holds the counts and times) and of its attempt_logs rows are read; the clock is then advanced 2 hours
 so every message is delivered again, for R rounds. After R rounds every message has
 min(R, attempt_log_size) attempts: with R = 10 the log is full (default size 10).
 """
@@ -58,13 +58,16 @@ def wait_cpu_quiet(pid: int, quiet_s: float = 3.0) -> None:
             last, since = now, time.time()
 
 
-def record_bytes(data: Path) -> int:
+def stored_bytes(data: Path) -> tuple[int, int, int]:
+    """(the subscription's state record, its attempt log rows, how many rows) in bytes / rows."""
     conn = sqlite3.connect(f"file:{data / 'letterbox.db'}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT name, length(state) FROM cursors").fetchall()
+        logs = conn.execute("SELECT COALESCE(SUM(length(attempts)), 0), COUNT(*) FROM attempt_logs "
+                            "WHERE cursor = ?", (SUB,)).fetchone()
     finally:
         conn.close()
-    return max((n for name, n in rows if name == SUB), default=0)
+    return max((n for name, n in rows if name == SUB), default=0), int(logs[0]), int(logs[1])
 
 
 def main() -> None:
@@ -101,9 +104,11 @@ def main() -> None:
                 for _ in range(args.messages):
                     consumer.negative_acknowledge(consumer.receive(60_000))
                 wait_cpu_quiet(proc.pid)
+                record, logs, n = stored_bytes(data)
                 rounds.append({"round": r, "seconds": round(time.perf_counter() - t0, 1),
                                **{k: round(v, 1) for k, v in memory_mb(proc.pid).items()},
-                               "record_mb": round(record_bytes(data) / 1e6, 2)})
+                               "record_mb": round(record / 1e6, 2), "attempt_logs_mb": round(logs / 1e6, 2),
+                               "attempt_log_rows": n})
                 print(json.dumps(rounds[-1]), flush=True)
                 req = urllib.request.Request(f"{admin}/admin/v2/letterbox/clock/advance?ms=7200000", method="POST")
                 urllib.request.urlopen(req, timeout=30).read()
