@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= data
+CHROMIUM ?= /usr/bin/chromium
+CHROMEDRIVER ?= /usr/bin/chromedriver
 
 .PHONY: run test lint typecheck unit proto bench bench-peers clean browser
 
@@ -31,7 +33,7 @@ unit: $(STAMP) browser
 # installed here when missing (root, or sudo without a password). When that is impossible the
 # tests skip and say why.
 browser:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	@if [ ! -x $(CHROMIUM) ] || [ ! -x $(CHROMEDRIVER) ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
 	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
 	    echo "installing chromium and chromium-driver for tests/console"; \

@@ -35,7 +35,7 @@ export async function subscriptionView(root, tenant, ns, topic, sub) {
       }
       samples.push({ t: Date.now(), backlog: s.msgBacklog || 0, redeliver: s.msgRateRedeliver || 0 });
       if (samples.length > MAX_SAMPLES) samples.shift();
-      const card = (label, value, id) => h("div", { class: "card" }, h("h2", {}, label),
+      const card = (label, value, id) => h("div", { class: "card narrow" }, h("h2", {}, label),
         h("p", { id, style: "font-size: 1.6rem; margin: 0" }, fmtNum(value)));
       clear(now).append(card("backlog", s.msgBacklog, "sub-backlog"), card("unacked", s.unackedMessages, "sub-unacked"),
         card("delayed", s.msgDelayed, "sub-delayed"), card("redeliveries / s", s.msgRateRedeliver, "sub-redeliver"),
