@@ -217,6 +217,8 @@ class StatsTracker:
             "isDurable": durable,
             "isReplicated": False,
             "nonContiguousDeletedMessagesRanges": len(ranges()) if callable(ranges) else 0,
+            # ordered quarantine: poisoned key -> ORIGIN_MESSAGE_ID of its poisoned message
+            "letterboxPoisonedKeys": sub.quarantine.poisoned_keys() if hasattr(sub, "quarantine") else {},
         }
 
     def _consumer_stats(self, tname: str, sname: str, c: Consumer, avg: float) -> dict[str, Any]:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from letterbox import failure
@@ -24,6 +25,7 @@ from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     REAL_TOPIC,
     REASON_MAX_REDELIVERIES,
+    REASON_PARKED_BEHIND,
 )
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -31,6 +33,7 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
+    from letterbox.storage.entry import Entry
 
 log = logging.getLogger("letterbox.dlq")
 MALFORMED_DESCRIPTION = "malformed message, moved as raw bytes"
@@ -67,8 +70,10 @@ async def move_to_dead_letter(
     dlq_topic: str | None,
     initial_subscription: str | None,
     description: str | None = None,
+    stamps: Mapping[str, str] | None = None,
 ) -> int:
     """Move entries of `sub` to its dead letter topic; returns the messages moved.
+    `stamps`: properties added to the dead-letter stamps (a parked message's PARKED_BEHIND).
     The DLQ appends and the acknowledgements are one transaction; nothing changes in memory
     unless it committed. If it failed, the entries stay unacknowledged (redeliverable), the
     failure is counted and logged once, and the storage error is raised. An entry that
@@ -87,6 +92,7 @@ async def move_to_dead_letter(
         raise NotAllowed("only durable subscriptions dead-letter on the broker")
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
     moved_ids: list[int] = []
+    poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
     moved = 0
     async with service.store.transaction() as txn:
         await txn.lock(cursor)
@@ -98,7 +104,10 @@ async def move_to_dead_letter(
             if entry is None:
                 continue
             extra = dead_letter_stamps(sub, eid, reason, description, now,
-                                       last_delivery_counted=reason == REASON_MAX_REDELIVERIES)
+                                       last_delivery_counted=reason in (REASON_MAX_REDELIVERIES, REASON_PARKED_BEHIND))
+            if stamps:
+                extra.update(stamps)
+            dlq_entry_id = txn.next_entry_id(target.ledger)
             try:
                 prepared = prepare_moved_append(
                     txn, entry, source.name, target.ledger, extra=extra,
@@ -117,10 +126,12 @@ async def move_to_dead_letter(
                 prepared = txn.append(target.ledger, raw, entry.num_messages, now), entry.num_messages
             moved_ids.append(eid)
             if prepared is not None:
+                poisoned.append((entry, dlq_entry_id))
                 moved += prepared[1]
         if not moved_ids:
             return 0
         txn.ack(cursor, moved_ids)
+        sub.quarantine.record_poison(txn, cursor, reason, target_name, poisoned)
         try:
             await txn.commit()
         except StorageError as exc:

@@ -6,7 +6,9 @@
 # Invariants:
 # - `read_position` is the next ledger entry never yet read for the
 #   subscription; everything below it is acked, pending on a consumer, held by
-#   the redelivery tracker (a delay or a backoff), or in the replay queue.
+#   the redelivery tracker (a delay or a backoff), in the replay queue, or held
+#   by the ordered quarantine (key_quarantine.py: waiting behind its key, or
+#   being parked).
 # - The replay queue is kept in entry order and served before new entries, so
 #   redelivered messages are never overtaken by newer ones of the same consumer
 #   (Exclusive/Failover) or key (Key_Shared).
@@ -120,6 +122,7 @@ class Dispatcher:
         last = ledger.last_confirmed.entry_id
         plan = self._new_round()
         examined = 0
+        quarantine = sub.quarantine if sub.quarantine.active else None
         while (
             self.read_position <= last
             and sent < MAX_ENTRIES_PER_ROUND
@@ -136,6 +139,11 @@ class Dispatcher:
                 eid = entry.position.entry_id
                 if cursor.is_acked(eid) or tracker.hold(entry):
                     self.read_position = eid + 1
+                    continue
+                if quarantine is not None and not quarantine.admit(entry):  # waits or is parked
+                    self.read_position = eid + 1
+                    if quarantine.full:
+                        return
                     continue
                 target = self._target(entry, plan)
                 if target is None:
@@ -161,6 +169,7 @@ class Dispatcher:
         keep: list[int] = []
         ledger = sub.topic.ledger
         blocked: set[int] = set()
+        quarantine = sub.quarantine if sub.quarantine.active else None
         for idx, eid in enumerate(self._replay):
             if not self.any_available() or sent >= MAX_ENTRIES_PER_ROUND:
                 keep.extend(self._replay[idx:])
@@ -171,7 +180,7 @@ class Dispatcher:
                 keep.append(eid)
                 continue
             entry = ledger.read_entry(eid)
-            if entry is None:
+            if entry is None or (quarantine is not None and not quarantine.admit(entry)):
                 continue
             target = self._replay_target(entry, blocked)
             if target is None:

@@ -68,7 +68,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     service.authorization.check_consume(cnx.role, name, c.subscription)
     _check_dead_letter_target(cnx, name, c.subscription, c.metadata)
     try:  # before the topic is made: a refused subscribe leaves nothing behind
-        policy = consumer_policy({kv.key: kv.value for kv in c.metadata})
+        policy = consumer_policy({kv.key: kv.value for kv in c.metadata}, c.subType)
     except NotAllowed as exc:
         # The official client raises a bare NotAllowedError; the reason is in its log and here.
         log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)

@@ -91,6 +91,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
                                         last_delivery_counted=False)
             extra = {**stamps, **extra}
         skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
+        dlq_entry_id = txn.next_entry_id(target.ledger)
         try:
             prepared = prepare_moved_append(
                 txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
@@ -108,6 +109,8 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
             txn.ack_batch_mask(cursor, eid, size, 1 << req.batch_index)
         else:
             txn.ack(cursor, [eid])
+        if req.dead_letter_reason:  # a terminate may poison its key (ordered quarantine)
+            sub.quarantine.record_poison(txn, cursor, req.dead_letter_reason, req.target, [(entry, dlq_entry_id)])
         try:
             await txn.commit()
         except StorageError as exc:

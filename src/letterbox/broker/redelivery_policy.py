@@ -15,13 +15,18 @@ from letterbox.failure import (
     declares_policy,
     policy_from_consumer_properties,
 )
+from letterbox.failure.key_quarantine import check_key_failure
 
 
-def consumer_policy(metadata: Mapping[str, str]) -> FailurePolicy | None:
-    """The policy a subscribing consumer's properties set, or None if they set none."""
+def consumer_policy(metadata: Mapping[str, str], sub_type: int | None = None) -> FailurePolicy | None:
+    """The policy a subscribing consumer's properties set, or None if they set none;
+    `sub_type` (the subscribe's): refuse what that type cannot honour (park on Shared)."""
     if not declares_policy(metadata):
         return None
     try:
-        return policy_from_consumer_properties(metadata)
+        policy = policy_from_consumer_properties(metadata)
+        if sub_type is not None:
+            check_key_failure(policy.on_key_failure, sub_type)
+        return policy
     except PolicyError as exc:
         raise NotAllowed(str(exc)) from None

@@ -107,6 +107,12 @@ class RedriveResult:
     cancelled: bool = False
 
 
+def redrive_running(dlq_name: str) -> bool:
+    """Whether a redrive of the dead letter topic `dlq_name` runs now (the ordered
+    quarantine, key_quarantine.py, keeps a redriven key's new messages behind it meanwhile)."""
+    return dlq_name in _running
+
+
 def cancel_redrive(topic: PersistentTopic) -> bool:
     """Ask the redrive running on `topic` to stop; False when none runs."""
     stop = _running.get(str(topic.name))

@@ -15,6 +15,7 @@ from letterbox import failure
 from letterbox.broker.consumer import SUB_TYPE_NAMES
 from letterbox.broker.dispatcher import Dispatcher
 from letterbox.broker.dispatchers import make_dispatcher
+from letterbox.broker.key_quarantine import KeyQuarantine
 from letterbox.broker.redelivery_tracker import RedeliveryTracker
 from letterbox.errors import ConsumerBusy, NotAllowed
 
@@ -56,6 +57,7 @@ class Subscription:
         self.sub_type: int | None = None
         self.dispatcher = Dispatcher(self)  # no consumer yet: selects nobody
         self.tracker = RedeliveryTracker(self)
+        self.quarantine = KeyQuarantine(self)  # letterbox.dlq.on_key_failure=park
         # non-durable only: a seek closed the consumers, keep the position for their return
         self.sought = False
         # set by consumers' letterbox.* properties; None: the namespace's policy applies
@@ -159,6 +161,7 @@ class Subscription:
             for eid in [e for e in c.pending if e <= upto]:
                 del c.pending[eid]
         self.dispatcher.unpark_through(upto)
+        self.quarantine.settled_through(upto)
         self._after_ack()
 
     def _after_ack(self) -> None:
@@ -178,6 +181,7 @@ class Subscription:
         self._after_ack()
 
     def _drop_pending(self, consumer: Consumer | None, entry_id: int) -> None:
+        self.quarantine.settled(entry_id)
         if consumer is not None and consumer.pending.pop(entry_id, None) is not None:
             return
         for c in self.consumers:
@@ -202,6 +206,7 @@ class Subscription:
         """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""
         self.cursor.reset(next_entry_id)
         self.tracker.reset()
+        self.quarantine.reset()
         self.dispatcher.reset(next_entry_id)
         for c in self.consumers:
             c.pending.clear()

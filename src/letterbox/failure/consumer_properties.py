@@ -11,7 +11,13 @@ from collections.abc import Mapping
 
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, DEFAULT_BACKOFF_MULTIPLIER
-from letterbox.failure.policies import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
+from letterbox.failure.policies import (
+    Backoff,
+    DeadLetterPolicy,
+    FailurePolicy,
+    KeyFailure,
+    PolicyOrigin,
+)
 
 BACKOFF_MIN_MS = "letterbox.backoff.min_ms"
 BACKOFF_MAX_MS = "letterbox.backoff.max_ms"
@@ -23,8 +29,10 @@ DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
 # reason) to the broker before they perform it (broker/delivery_attempts.py)
 ANNOUNCES_FAILURES = "letterbox.client.announces_failures"
 MARKERS = (ANNOUNCES_FAILURES,)
+DLQ_ON_KEY_FAILURE = "letterbox.dlq.on_key_failure"
 KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
-        DLQ_INITIAL_SUBSCRIPTION)
+        DLQ_INITIAL_SUBSCRIPTION, DLQ_ON_KEY_FAILURE)
+KEY_FAILURE_VALUES = tuple(k.value for k in KeyFailure)
 PREFIX = "letterbox."
 
 
@@ -58,7 +66,23 @@ def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
         )
     elif DLQ_TOPIC in md or DLQ_INITIAL_SUBSCRIPTION in md:
         raise PolicyError(f"{DLQ_TOPIC} and {DLQ_INITIAL_SUBSCRIPTION} need {DLQ_MAX_REDELIVERIES} as well")
-    return FailurePolicy(dead_letter=dead_letter, backoff=backoff, origin=PolicyOrigin.TOPIC)
+    on_key_failure = _key_failure(md)
+    if on_key_failure is KeyFailure.PARK and dead_letter is None:
+        raise PolicyError(f"{DLQ_ON_KEY_FAILURE}={KeyFailure.PARK.value} needs {DLQ_MAX_REDELIVERIES} as well "
+                          "(messages are parked in the dead letter topic)")
+    return FailurePolicy(dead_letter=dead_letter, backoff=backoff, origin=PolicyOrigin.TOPIC,
+                         on_key_failure=on_key_failure)
+
+
+def _key_failure(md: Mapping[str, str]) -> KeyFailure:
+    if DLQ_ON_KEY_FAILURE not in md:
+        return KeyFailure.CONTINUE
+    value = md[DLQ_ON_KEY_FAILURE]
+    try:
+        return KeyFailure(value.strip().lower())
+    except ValueError:
+        raise PolicyError(f"consumer property {DLQ_ON_KEY_FAILURE} must be one of "
+                          f"{', '.join(KEY_FAILURE_VALUES)}, got {value!r}") from None
 
 
 def consumer_properties_of(dead_letter: DeadLetterPolicy | None, backoff: Backoff | None = None,

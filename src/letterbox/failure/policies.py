@@ -9,8 +9,10 @@
 # - RetryPolicy: how a retry (reconsume_later, a pipeline Retry) is delayed
 #   and how many are allowed: explicit delays, else levels (level increment
 #   or a fixed level); also the delay tiers of the Spark pipeline.
+# - KeyFailure: `continue` or `park` the later messages of a dead-lettered
+#   message's key (the ordered quarantine, key_quarantine.py).
 # - FailurePolicy: what one subscription runs under (dead letter + backoff +
-#   retry) and where it came from (the consumers of that topic, or the
+#   retry + key failure) and where it came from (the consumers of that topic, or the
 #   namespace: see decide.py's guard).
 # Every type validates itself in __post_init__ and raises PolicyError.
 from __future__ import annotations
@@ -210,6 +212,14 @@ class RetryPolicy:
         return next((t for t in tiers if t >= delay - 1e-9), tiers[-1])
 
 
+class KeyFailure(enum.Enum):
+    """What a dead-lettered message means for the later messages of its key
+    (`letterbox.dlq.on_key_failure`; see key_quarantine.py)."""
+
+    CONTINUE = "continue"  # they flow on (today's behaviour, the default)
+    PARK = "park"  # they are parked behind it in the dead letter topic until it is redriven or purged
+
+
 class PolicyOrigin(enum.Enum):
     """Where a subscription's policy was configured."""
 
@@ -223,3 +233,4 @@ class FailurePolicy:
     backoff: Backoff | None = None
     retry: RetryPolicy | None = None
     origin: PolicyOrigin = PolicyOrigin.TOPIC
+    on_key_failure: KeyFailure = KeyFailure.CONTINUE

@@ -8,7 +8,8 @@
 #                added by a retry move (reconsume_later, pipeline Retry)
 #   DEAD_LETTER  DEAD_LETTER_REASON _TIME _SUBSCRIPTION _DESCRIPTION,
 #                DELIVERY_COUNT FIRST_DELIVERY_TIME LAST_DELIVERY_TIME,
-#                DELIVERY_ATTEMPTS FAILURE_DESCRIPTION (the attempt log, the client's text)
+#                DELIVERY_ATTEMPTS FAILURE_DESCRIPTION (the attempt log, the client's text),
+#                PARKED_BEHIND (the ordered quarantine's park)
 #                added by a dead-letter move (broker, admin move, pipeline Fail)
 #   REDRIVE_REMOVES = RETRY | DEAD_LETTER: a redriven message starts over, with
 #                no attempt count and no dead-letter record, but knows its origin.
@@ -32,6 +33,7 @@ from letterbox.message_properties import (
     LAST_DELIVERY_TIME,
     ORIGIN_MESSAGE_ID,
     ORIGIN_PUBLISH_TIME,
+    PARKED_BEHIND,
     REAL_TOPIC,
     RECONSUMETIMES,
     RETRY_TOPIC,
@@ -42,6 +44,7 @@ RETRY_STAMPS = frozenset({RECONSUMETIMES, DELAY_TIME, RETRY_TOPIC})
 DEAD_LETTER_STAMPS = frozenset({
     DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
     DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME, DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION,
+    PARKED_BEHIND,
 })
 REDRIVE_REMOVES = RETRY_STAMPS | DEAD_LETTER_STAMPS
 FAILURE_KEYS = ORIGIN_STAMPS | REDRIVE_REMOVES

@@ -11,7 +11,8 @@
 #         await txn.commit()                # raises the storage error if it failed
 #
 # Invariants:
-#   * nothing in memory changes before commit(): appends and acks are only recorded;
+#   * nothing in memory changes before commit(): appends, acks and cursor properties are only
+#     recorded;
 #   * commit() assigns the entry ids (in call order, after the ledger's other appends so far)
 #     and serializes each cursor's NEW state from a detached copy, the live cursor untouched;
 #   * after the writer committed, the acks are applied to the live cursors and the entries
@@ -144,6 +145,10 @@ class Transaction:
         """Store (None: delete) a metadata value with this transaction (the store's
         get_metadata sees it once committed)."""
         self._metadata[key] = value
+
+    def set_property(self, cursor: ManagedCursor, key: str, value: int | None) -> None:
+        """Set (None: remove) one of the cursor's properties with this transaction."""
+        self._change(cursor, lambda c: c.set_property(key, value))
 
     def _change(self, cursor: ManagedCursor, change: CursorChange) -> None:
         if cursor not in self._locked:

@@ -1,0 +1,222 @@
+"""Ordered quarantine (issue 14 item 3): `letterbox.dlq.on_key_failure = park` on Failover and
+Key_Shared. Keys A, B, C, 100 messages each, A10 always fails: B and C flow on in order, A10..A100
+end in the dead letter topic (A10 for max redeliveries, the 90 others parked behind it), and a
+redrive of key A delivers A10..A100 in order, each once -- also across a kill -9 in the middle of
+the redrive, and with the poisoned key surviving a kill -9 of its own."""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.broker.test_broker_dlq import read_topic
+from tests.broker.test_consumer_property_errors import _broker_logged
+from tests.conftest import BrokerProcess, _quiet_logger, wait_until
+
+KINDS = {"failover": pulsar.ConsumerType.Failover, "key_shared": pulsar.ConsumerType.KeyShared}
+PARK = {"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "park"}
+P = "/admin/v2/persistent/public/default/"
+
+
+def _subscribe(client: pulsar.Client, topic: str, kind: str) -> pulsar.Consumer:
+    return client.subscribe(topic, "s", consumer_type=KINDS[kind], properties=PARK,
+                            initial_position=pulsar.InitialPosition.Earliest,
+                            negative_ack_redelivery_delay_ms=20)
+
+
+def _produce(client: pulsar.Client, topic: str, first: int = 1, last: int = 100, keys: str = "ABC") -> None:
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(first, last + 1):
+        for k in keys:
+            producer.send(f"{k}{i}".encode(), partition_key=k)
+    producer.close()
+
+
+def _work(consumer: pulsar.Consumer, poison: set[str], idle_ms: int = 3000) -> list[str]:
+    """The handler: nacks the poison messages, acknowledges the others; the acked bodies in order."""
+    acked: list[str] = []
+    while True:
+        try:
+            msg = consumer.receive(idle_ms)
+        except pulsar.Timeout:
+            return acked
+        body = msg.data().decode()
+        if body in poison:
+            consumer.negative_acknowledge(msg)
+        else:
+            consumer.acknowledge(msg)
+            acked.append(body)
+
+
+def _of(key: str, bodies: list[str]) -> list[str]:
+    return [b for b in bodies if b.startswith(key)]
+
+
+def _a(first: int, last: int) -> list[str]:
+    return [f"A{i}" for i in range(first, last + 1)]
+
+
+def _check_quarantined(client: pulsar.Client, topic: str, acked: list[str], last_a: int = 100) -> str:
+    """B and C whole and in order, A1..A9 only; the DLQ holds A10 (poisoned) then the parked
+    rest in order, each naming A10's id. Returns A10's ORIGIN_MESSAGE_ID."""
+    for k in "BC":
+        assert _of(k, acked) == [f"{k}{i}" for i in range(1, 101)], f"key {k} not whole and in order"
+    assert _of("A", acked) == _a(1, 9)
+    dead = read_topic(client, f"{topic}-s-DLQ")
+    assert [m.data().decode() for m in dead] == _a(10, last_a)
+    poisoned = dead[0].properties()
+    assert poisoned["DEAD_LETTER_REASON"] == "max-redeliveries"
+    assert "PARKED_BEHIND" not in poisoned
+    for m in dead[1:]:
+        props = m.properties()
+        assert props["DEAD_LETTER_REASON"] == "parked-behind"
+        assert props["PARKED_BEHIND"] == poisoned["ORIGIN_MESSAGE_ID"]
+        assert props["REAL_TOPIC"] == topic and m.partition_key() == "A"
+    return poisoned["ORIGIN_MESSAGE_ID"]
+
+
+def _live_dead_letters(base: str, topic: str) -> int:
+    status, body = call(base, "GET", P + f"{topic.rsplit('/', 1)[1]}-s-DLQ/letterbox/deadLetters?limit=1000")
+    assert status == 200, body
+    return len(body["messages"]) if isinstance(body, dict) else len(body)
+
+
+def _poisoned_keys(base: str, topic: str) -> Any:
+    status, stats = call(base, "GET", P + f"{topic.rsplit('/', 1)[1]}/stats")
+    assert status == 200, stats
+    return stats["subscriptions"]["s"]["letterboxPoisonedKeys"]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_poisoned_key_is_parked_and_redriven_in_order(broker: BrokerProcess, client: pulsar.Client,
+                                                      kind: str) -> None:
+    topic = f"persistent://public/default/oq-{kind}-{uuid.uuid4().hex[:6]}"
+    consumer = _subscribe(client, topic, kind)
+    _produce(client, topic)
+    acked = _work(consumer, {"A10"})
+    poisoned_id = _check_quarantined(client, topic, acked)
+    assert poisoned_id.count(":") == 3
+    assert _poisoned_keys(broker.admin_url, topic) == {"A": poisoned_id}
+
+    # the handler is fixed; the operator redrives key A
+    status, result = call(broker.admin_url, "POST", P + f"{topic.rsplit('/', 1)[1]}-s-DLQ/letterbox/redrive",
+                          json.dumps({"key": "A"}))
+    assert status == 200 and result["moved"] == 91 and result["remaining"] == 0, result
+    again = _work(consumer, set())
+    assert again == _a(10, 100), "A10..A100 in order, each once, and nothing else"
+    # the key is released: a new message of A flows
+    _produce(client, topic, 101, 101, "A")
+    assert _work(consumer, set(), 2000) == ["A101"]
+    assert _poisoned_keys(broker.admin_url, topic) == {}
+    consumer.close()
+
+
+def test_messages_arriving_during_a_redrive_wait_behind_it(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = f"persistent://public/default/oq-drain-{uuid.uuid4().hex[:6]}"
+    consumer = _subscribe(client, topic, "failover")
+    _produce(client, topic)
+    _check_quarantined(client, topic, _work(consumer, {"A10"}))
+    dlq = P + f"{topic.rsplit('/', 1)[1]}-s-DLQ/letterbox/redrive"
+    outcome: list[Any] = []
+    runner = threading.Thread(target=lambda: outcome.append(
+        call(broker.admin_url, "POST", dlq, json.dumps({"key": "A", "ratePerSecond": 20}))), daemon=True)
+    runner.start()
+    got: list[str] = []
+
+    def receive_some() -> bool:
+        try:
+            msg = consumer.receive(200)
+        except pulsar.Timeout:
+            return len(got) >= 20
+        got.append(msg.data().decode())
+        consumer.acknowledge(msg)
+        return len(got) >= 20
+
+    assert wait_until(receive_some, 30), got
+    assert not outcome, "the redrive ended before the new messages were sent; the test proves nothing"
+    _produce(client, topic, 101, 102, "A")  # new messages of A while the redrive runs
+    runner.join(30)
+    assert outcome and outcome[0][0] == 200, outcome
+    got += _work(consumer, set())
+    assert got == _a(10, 102), "the new messages came after the redriven ones"
+    consumer.close()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_quarantine_and_redrive_survive_kill_9(tmp_path: Path, kind: str) -> None:
+    data = tmp_path / "data"
+    topic = f"persistent://public/default/oq-kill-{kind}-{uuid.uuid4().hex[:6]}"
+    dlq_redrive = P + f"{topic.rsplit('/', 1)[1]}-s-DLQ/letterbox/redrive"
+    broker = BrokerProcess(data).start()
+    try:
+        client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        consumer = _subscribe(client, topic, kind)
+        _produce(client, topic)
+        acked = _work(consumer, {"A10"})
+        try:
+            poisoned_id = _check_quarantined(client, topic, acked)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nbroker log:\n{broker.log()[-6000:]}") from None
+        client.close()
+        broker.kill()  # kill -9: the poisoned key must survive it
+
+        broker = BrokerProcess(data).start()
+        client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        consumer = _subscribe(client, topic, kind)
+        _produce(client, topic, 101, 101, "AB")
+        assert _work(consumer, {"A10"}, 2000) == ["B101"]
+        dead = read_topic(client, f"{topic}-s-DLQ")
+        assert [m.data().decode() for m in dead] == _a(10, 101)
+        assert dead[-1].properties()["DEAD_LETTER_REASON"] == "parked-behind"
+        assert dead[-1].properties()["PARKED_BEHIND"] == poisoned_id
+        consumer.close()
+        client.close()
+
+        # a slow redrive of A (chunks of 20), killed -9 after its first chunks
+        outcome: list[Any] = []
+
+        def run(base: str = broker.admin_url) -> None:
+            try:
+                outcome.append(call(base, "POST", dlq_redrive, json.dumps({"key": "A", "ratePerSecond": 20})))
+            except OSError as exc:  # the broker dies under the request
+                outcome.append((0, str(exc)))
+
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        assert wait_until(lambda: _live_dead_letters(broker.admin_url, topic) <= 92 - 40, 30)
+        broker.kill()
+        runner.join(15)
+        assert not (outcome and outcome[0][0] == 200), "the redrive finished before the kill"
+
+        broker = BrokerProcess(data).start()
+        left = _live_dead_letters(broker.admin_url, topic)
+        assert 0 < left <= 52
+        status, result = call(broker.admin_url, "POST", dlq_redrive, json.dumps({"key": "A"}))
+        assert status == 200 and result["moved"] == left and result["remaining"] == 0, result
+        client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        consumer = _subscribe(client, topic, kind)
+        assert _work(consumer, set()) == _a(10, 101), "A10..A101 in order, each once"
+        client.close()
+    finally:
+        broker.stop()
+
+
+def test_bad_policy_refuses_the_subscribe(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = f"oq-bad-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(pulsar.exceptions.NotAllowedError):
+        client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover,
+                         properties={"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "hold"})
+    _broker_logged(broker, "letterbox.dlq.on_key_failure must be one of continue, park, got 'hold'")
+    with pytest.raises(pulsar.exceptions.NotAllowedError):
+        client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                         properties={"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "park"})
+    _broker_logged(broker, "on_key_failure=park needs an ordered subscription (Exclusive, Failover or Key_Shared)")
+    for t in (pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover, pulsar.ConsumerType.KeyShared):
+        client.subscribe(topic, f"ok-{t}", consumer_type=t,
+                         properties={"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "park"}).close()
