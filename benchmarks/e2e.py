@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,7 +49,7 @@ class CpuWatch(threading.Thread):
 
 
 def run(messages: int, batching: bool, sync: str, size: int, timeout: float, keep: bool,
-        binding: bool = False) -> dict[str, object]:
+        binding: bool = False, profile: str | None = None) -> dict[str, object]:
     tmp = Path(tempfile.mkdtemp(prefix="letterbox-e2e-"))
     broker = Broker(tmp / "data", sync=sync, log=tmp / "broker.log").start()
     perf = [PYTHON, "-m", "letterbox", "perf"]
@@ -73,10 +74,18 @@ def run(messages: int, batching: bool, sync: str, size: int, timeout: float, kee
              "--batching" if batching else "--no-batching", "--json", *extra],
             stdout=subprocess.PIPE, text=True)
         procs.append(producer)
+        if profile:
+            # py-spy samples the broker (both threads, idle waits excluded) while the producer runs
+            procs.append(subprocess.Popen(
+                [str(Path(PYTHON).parent / "py-spy"), "record", "--pid", str(broker.pid), "--format", "raw",
+                 "-r", "200", "-o", profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         watch = CpuWatch({"broker": broker.pid, "producer": producer.pid, "consumer": consumer.pid})
         watch.start()
         p_out, _ = producer.communicate(timeout=timeout)
         c_out, _ = consumer.communicate(timeout=timeout)
+        if profile:
+            procs[-1].send_signal(signal.SIGINT)
+            procs[-1].wait(30)
         broker_cpu = (cpu_seconds(broker.pid) or 0.0) - broker_cpu0
         watch.done.set()
         watch.join()
@@ -119,8 +128,10 @@ def main() -> None:
     ap.add_argument("--binding", action="store_true",
                     help="perf produce/consume call the client's pybind11 layer directly (see perf.py)")
     ap.add_argument("--json", action="store_true", help="print only the JSON result")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="record the broker with py-spy (raw format) into FILE; see profile_top.py")
     a = ap.parse_args()
-    r = run(a.messages, a.batching == "on", a.sync, a.size, a.timeout, a.keep, a.binding)
+    r = run(a.messages, a.batching == "on", a.sync, a.size, a.timeout, a.keep, a.binding, a.profile)
     if a.json:
         print(json.dumps(r))
         return

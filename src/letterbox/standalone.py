@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 
@@ -84,10 +85,27 @@ def startup_line(standalone: Standalone) -> str:
     return f"{', '.join(parts)}; {authn}, {authz}{clock}"
 
 
+# Collector thresholds of a running broker. Every unbatched message allocates a few dozen
+# objects and some of them (cached entries, pending acks) live long enough to reach the
+# oldest generation, so with Python's defaults (700, 10, 10) full collections walked the
+# whole heap every few thousand messages: about 9 of 39 us of broker CPU per message.
+# Young collections every 10,000 allocations and a full one at most every 100th middle
+# one keep cyclic garbage bounded (reference counting frees everything else at once).
+GC_THRESHOLDS = (10_000, 10, 100)
+
+
+def tune_gc() -> None:
+    """Freeze what start-up built (never collected again) and set GC_THRESHOLDS."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def run(config: BrokerConfig) -> None:
     """Run a standalone broker until SIGINT or SIGTERM."""
     standalone = Standalone(config)
     await standalone.start()
+    tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
