@@ -14,16 +14,30 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 _LISTEN = re.compile(r"listening on pulsar://([\d.]+):(\d+)")
 
 
-def cpu_seconds(pid: int) -> float | None:
+def cpu_seconds(pid: int, stat_file: str | None = None) -> float | None:
     """utime + stime of a process (not its children), or None once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(stat_file or f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
         return None
     # fields after the ")" that closes the command name; utime/stime are fields 14 and 15
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """utime + stime of each thread of a process, by thread id (the main thread's is pid)."""
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        v = cpu_seconds(int(tid), f"/proc/{pid}/task/{tid}/stat")
+        if v is not None:
+            out[int(tid)] = v
+    return out
 
 
 def memory_mb(pid: int) -> dict[str, float]:

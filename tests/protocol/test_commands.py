@@ -240,3 +240,37 @@ def test_send_receipt_bytes_equal_protobuf_serialization(value: int, highest: in
         assert raw[8:] == expected
         assert raw[:4] == (len(expected) + 4).to_bytes(4, "big")
         assert raw[4:8] == len(expected).to_bytes(4, "big")
+
+
+def _protobuf_message(consumer_id: int, ledger: int, entry: int, partition: int, redeliveries: int,
+                      ack_set: list[int] | None, batch_index: int | None, epoch: int | None) -> bytes:
+    mid = pb.MessageIdData(ledgerId=ledger, entryId=entry, batch_index=batch_index)
+    if partition >= 0:
+        mid.partition = partition
+    body = pb.CommandMessage(consumer_id=consumer_id, message_id=mid, ack_set=ack_set, consumer_epoch=epoch)
+    if redeliveries:
+        body.redelivery_count = redeliveries
+    return T(type=T.MESSAGE, message=body).SerializeToString()
+
+
+@pytest.mark.parametrize("value", _IDS)
+@pytest.mark.parametrize(
+    ("partition", "redeliveries", "ack_set", "batch_index", "epoch"),
+    [(-1, 0, None, None, None), (0, 0, None, None, None), (5, 3, None, None, None), (-1, 2**32 - 1, [], None, None),
+     (-1, 1, [-1, 0, 5, -(2**63), 2**63 - 1], None, None), (3, 0, [7], 0, 0), (-1, 0, None, -1, None),
+     (-1, 0, None, 2**31 - 1, U64), (2**31 - 1, 4, [1, 2, 3], 9, 2**40)],
+)
+def test_message_bytes_equal_protobuf_serialization(
+    value: int, partition: int, redeliveries: int, ack_set: list[int] | None, batch_index: int | None,
+    epoch: int | None,
+) -> None:
+    """message() writes its fields by hand; the bytes must be protobuf's own, payload appended as is."""
+    hp = build_headers_and_payload(pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=2), b"x" * 100)
+    for cid, ledger, entry in ((value, 3, value), (1, value, 0), (value, value, value)):
+        expected = _protobuf_message(cid, ledger, entry, partition, redeliveries, ack_set, batch_index, epoch)
+        raw = commands.message(cid, ledger, entry, partition, redeliveries, ack_set, hp,
+                               batch_index=batch_index, consumer_epoch=epoch)
+        assert raw[8:8 + len(expected)] == expected
+        assert raw[8 + len(expected):] == hp
+        assert raw[:4] == (len(expected) + 4 + len(hp)).to_bytes(4, "big")
+        assert raw[4:8] == len(expected).to_bytes(4, "big")

@@ -1,28 +1,39 @@
-# SEND_RECEIPT, the one command the broker writes for every durable SEND, encoded
-# field by field: protobuf's own bytes for the same command (a test compares them),
-# without building the three protobuf objects (BaseCommand, CommandSendReceipt,
-# MessageIdData) per receipt.
+# The frames the broker writes once per message, encoded field by field: SEND_RECEIPT
+# (every durable SEND) and MESSAGE (every dispatch). The bytes are protobuf's own for
+# the same command (tests compare them over many values), without building the
+# BaseCommand / CommandSendReceipt / CommandMessage / MessageIdData objects per frame.
 #
-# Invariants: every id is an unsigned 64-bit value (a varint of at most 10 bytes);
-# fields are written in field-number order, as protobuf serializes them.
+# Invariants: ids are unsigned 64-bit values, int32/int64 fields are written as
+# protobuf writes negative numbers (ten-byte two's complement varints); fields are
+# written in field-number order, as protobuf serializes them; repeated int64 fields
+# (ack_set) are not packed (proto2 default).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 
-__all__ = ["send_receipt"]
+__all__ = ["message", "send_receipt", "varint"]
 
 _HEADER = struct.Struct(">II")
 _BYTE = [bytes((i,)) for i in range(0x80)]
+_U64 = (1 << 64) - 1
 # BaseCommand: type (field 1) = SEND_RECEIPT, then send_receipt (field 7, length-delimited)
 _RECEIPT_TYPE = bytes((0x08, pb.BaseCommand.SEND_RECEIPT, 0x3A))
+# BaseCommand: type (field 1) = MESSAGE, then message (field 9, length-delimited)
+_MESSAGE_TYPE = bytes((0x08, pb.BaseCommand.MESSAGE, 0x4A))
 
 
-def _varint(value: int) -> bytes:
-    """Protobuf base-128 varint of an unsigned 64-bit value."""
+def varint(value: int) -> bytes:
+    """Protobuf base-128 varint of an unsigned 64-bit value (a negative int32/int64
+    is given as value & (2**64 - 1), as protobuf writes it)."""
     if value < 0x80:
         return _BYTE[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if value < 0x200000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -39,11 +50,44 @@ def send_receipt(
     highest_sequence_id: int | None = None,
 ) -> bytes:
     """The framed SEND_RECEIPT (message id: ledger_id, entry_id)."""
-    msg_id = b"".join((b"\x08", _varint(ledger_id), b"\x10", _varint(entry_id)))
-    parts = [b"\x08", _varint(producer_id), b"\x10", _varint(sequence_id), b"\x1a", _varint(len(msg_id)), msg_id]
-    if highest_sequence_id is not None:
-        parts += (b"\x20", _varint(highest_sequence_id))
-    receipt = b"".join(parts)
-    body = b"".join((_RECEIPT_TYPE, _varint(len(receipt)), receipt))
+    msg_id = b"".join((b"\x08", varint(ledger_id), b"\x10", varint(entry_id)))
+    tail = b"" if highest_sequence_id is None else b"\x20" + varint(highest_sequence_id)
+    receipt = b"".join(
+        (b"\x08", varint(producer_id), b"\x10", varint(sequence_id), b"\x1a", _BYTE[len(msg_id)], msg_id, tail)
+    )
+    body = b"".join((_RECEIPT_TYPE, varint(len(receipt)), receipt))
     n = len(body)
     return _HEADER.pack(n + 4, n) + body
+
+
+def message(
+    consumer_id: int,
+    ledger_id: int,
+    entry_id: int,
+    partition: int,
+    redelivery_count: int,
+    ack_set: Sequence[int] | None,
+    headers_and_payload: bytes,
+    *,
+    batch_index: int | None = None,
+    consumer_epoch: int | None = None,
+) -> bytes:
+    """A MESSAGE frame for one stored entry (headers_and_payload as stored).
+    partition -1 and redelivery_count 0 are left off the wire, as Pulsar does."""
+    mid = b"".join((b"\x08", varint(ledger_id), b"\x10", varint(entry_id)))
+    if partition >= 0:
+        mid += b"\x18" + varint(partition)
+    if batch_index is not None:
+        mid += b"\x20" + varint(batch_index & _U64)
+    parts = [b"\x08", varint(consumer_id), b"\x12", varint(len(mid)), mid]
+    if redelivery_count:
+        parts += (b"\x18", varint(redelivery_count))
+    if ack_set:
+        for word in ack_set:
+            parts += (b"\x20", varint(word & _U64))
+    if consumer_epoch is not None:
+        parts += (b"\x28", varint(consumer_epoch))
+    body = b"".join(parts)
+    cmd = b"".join((_MESSAGE_TYPE, varint(len(body)), body))
+    n = len(cmd)
+    return b"".join((_HEADER.pack(n + 4 + len(headers_and_payload), n), cmd, headers_and_payload))
