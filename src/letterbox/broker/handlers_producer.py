@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker import send_batch
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
@@ -165,6 +166,7 @@ async def _check_off_loop(
         if not cnx.closed and cnx.producers.get(c.producer_id) is producer:
             assert frame.headers_and_payload is not None
             _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time, _deliver_at(meta))
+            send_batch.submit_producer(cnx, producer)  # not in an input pass: store it now
     finally:
         cnx.flow.publish_done(len(frame.headers_and_payload or b""))
         if producer.checking is asyncio.current_task():
@@ -195,12 +197,16 @@ def _publish(
         return
     producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
     try:
-        fut = topic.publish(producer, hp, num, publish_time, top, deliver_at_time)
+        op = topic.reserve_publish(producer, hp, num, publish_time, top, deliver_at_time)
     except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
+        send_batch.submit_producer(cnx, producer)
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
+        cnx.flow.publish_started(len(hp))
+        _chain(cnx, producer, fut, seq, highest, len(hp))
+        return
     cnx.flow.publish_started(len(hp))
-    _chain(cnx, producer, fut, seq, highest, len(hp))
+    send_batch.add(cnx, producer, op, seq, highest, len(hp))
 
 
 def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
@@ -215,6 +221,7 @@ def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
 
 def _in_order(p: Producer, write: Callable[[], None]) -> None:
     """Call `write` once every earlier receipt of the producer has been written."""
+    send_batch.submit_producer(p.cnx, p)
     prev = p.last_receipt
     if prev is None or prev.done():
         write()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from letterbox.broker.send_batch import Pending
     from letterbox.broker.server_cnx import ServerCnx
     from letterbox.broker.topic import Topic
 
@@ -32,6 +33,8 @@ class Producer:
     msg_in: int = 0
     bytes_in: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
+    # SENDs with their entry ids reserved, not yet submitted to storage (send_batch.py)
+    unsubmitted: list[Pending] = field(default_factory=list)
     closed: bool = False
     # the topic epoch this producer was granted (exclusive modes), sent back to the client,
     # which presents it again when it reconnects

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from letterbox.broker import handlers_auth, handlers_consumer, handlers_producer, handlers_topic
 from letterbox.broker.connection_guard import ConnectionGuard
 from letterbox.broker.flow_control import FlowControl
+from letterbox.broker.send_batch import submit as submit_sends
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
 from letterbox.security.tls import peer_common_name
@@ -57,6 +58,7 @@ class ServerCnx(asyncio.Protocol):
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
         self.pending_producers: dict[int, asyncio.Future[None]] = {}
+        self.send_batches: list[Producer] = []  # producers with SENDs not yet submitted (send_batch.py)
         self.writable = True
         self.closed = False
         self.remote = "?"
@@ -106,11 +108,16 @@ class ServerCnx(asyncio.Protocol):
                 if frame is None:
                     break
                 frames += 1
+                if self.send_batches and frame.command.type != T.SEND:
+                    submit_sends(self)  # the SENDs before it are stored first
                 self._dispatch(frame)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.remote, exc)
             self.close()
             return
+        finally:
+            if self.send_batches:
+                submit_sends(self)
         # frames held back (authentication in progress) are not a slow sender's
         self.guard.after_data(frames, self.proto.buffered, timing=not self._input_held)
         self.flow.set_buffered(self.proto.buffered)

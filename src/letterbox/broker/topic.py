@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
+    from letterbox.storage.ops import AppendOp
     from letterbox.topic_name import TopicName
 
 
@@ -171,6 +172,20 @@ class PersistentTopic(Topic):
             producer_name=producer.name if dedup else None,
             sequence_id=sequence_id if dedup else None,
             deliver_at_time=deliver_at_time,
+        )
+
+    def reserve_publish(
+        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int,
+        deliver_at_time: int | None = UNREAD,
+    ) -> AppendOp:
+        """publish() with the entry id assigned now and the append stored later, with others
+        of the same producer (ledger.submit_appends; broker/send_batch.py)."""
+        self.msg_in += num_messages
+        self.bytes_in += len(data)
+        dedup = self._deduplication
+        return self.ledger.reserve_append(
+            data, num_messages, publish_time, producer.name if dedup else None, sequence_id if dedup else None,
+            deliver_at_time,
         )
 
     def refresh_policies(self) -> None:

@@ -128,13 +128,15 @@ class ManagedLedger:
         Raises LedgerClosedError / StoreClosedError / LedgerRecovering synchronously if
         writing is impossible now."""
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
-        return self._store._submit([op] if self._created else [*self._create_ops(), op], op.entry.position)
+        return self._store._submit([*self._create_ops(), op], op.entry.position)
+
+    def submit_appends(self, ops: list[AppendOp]) -> asyncio.Future[None]:
+        """Store reserved appends (all, in order, before anything else for this ledger) atomically."""
+        return self._store._submit([*self._create_ops(), *ops], None)
 
     def _create_ops(self) -> list[WriteOp]:
         """The ledger's row, until it is stored (rides along with appends; idempotent)."""
-        if self._created:
-            return []
-        return [CreateLedgerOp(self.name, self.ledger_id, self._first, ledger=self)]
+        return [] if self._created else [CreateLedgerOp(self.name, self.ledger_id, self._first, ledger=self)]
 
     def _on_created(self) -> None:
         self._created = True
@@ -148,8 +150,7 @@ class ManagedLedger:
         sequence_id: int | None = None,
         deliver_at_time: int | None = UNREAD,
     ) -> AppendOp:
-        """Assign an id and build the AppendOp without submitting it (storage-internal:
-        Transaction and append() submit it)."""
+        """Assign an id and build the AppendOp; Transaction, append() or submit_appends stores it."""
         if self._closed_reason is not None:
             raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
         if self._failed is not None:
@@ -165,6 +166,8 @@ class ManagedLedger:
             self._pushed_seq[producer_name] = sequence_id
         self._inflight += 1
         return AppendOp(self, entry, producer_name, sequence_id)
+
+    reserve_append = _prepare_append  # an entry id now, stored later by submit_appends
 
     def _cancel_append(self, op: AppendOp) -> None:
         """Give back the id of the last reserved append, never submitted (a transaction

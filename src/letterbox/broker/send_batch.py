@@ -1,0 +1,90 @@
+# The SENDs of one producer read in one pass over a connection's input (one
+# data_received) go to storage as ONE writer submission with one future and one
+# receipt callback, instead of a submission, a future and a loop callback each.
+# Entry ids are still assigned as each SEND is handled (ManagedLedger.reserve_append).
+#
+# Invariants:
+#   * a producer's reserved appends are submitted, in reservation order, before the
+#     connection handles any frame other than a SEND and before its input pass ends
+#     (ServerCnx._process), so nothing else is submitted for their ledger in between:
+#     ledgers commit their ids in order;
+#   * receipts are written only after the submission committed (durable), in send order,
+#     and before any later receipt, duplicate answer or refusal of the same producer
+#     (`submit_producer` runs before those are chained on `last_receipt`);
+#   * a submission is atomic: if it fails, every SEND in it gets SEND_ERROR
+#     (PersistenceError), as each would have (a failed append fences its ledger).
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from letterbox.broker.topic import PersistentTopic
+from letterbox.errors import ServerError
+from letterbox.protocol import commands
+from letterbox.storage.errors import StorageError, is_storage_fault
+
+if TYPE_CHECKING:
+    from letterbox.broker.producer import Producer
+    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.storage.ops import AppendOp
+
+log = logging.getLogger("letterbox.producer")
+
+# one reserved SEND: (append, sequence id, highest sequence id or None, bytes held)
+Pending = tuple["AppendOp", int, "int | None", int]
+
+
+def add(cnx: ServerCnx, producer: Producer, op: AppendOp, seq: int, highest: int | None, nbytes: int) -> None:
+    """A SEND whose entry id is reserved; stored with the producer's others of this pass."""
+    if not producer.unsubmitted:
+        cnx.send_batches.append(producer)
+    producer.unsubmitted.append((op, seq, highest, nbytes))
+
+
+def submit(cnx: ServerCnx) -> None:
+    """Submit every producer's reserved SENDs (end of an input pass, or before another frame)."""
+    producers, cnx.send_batches = cnx.send_batches, []
+    for p in producers:
+        submit_producer(cnx, p)
+
+
+def submit_producer(cnx: ServerCnx, p: Producer) -> None:
+    batch = p.unsubmitted
+    if not batch:
+        return
+    p.unsubmitted = []
+    topic = p.topic
+    assert isinstance(topic, PersistentTopic)
+    try:
+        fut = topic.ledger.submit_appends([b[0] for b in batch])
+    except StorageError as exc:
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_exception(exc)
+    fut.add_done_callback(lambda f: _receipts(cnx, p, batch, f))
+    p.last_receipt = fut  # type: ignore[assignment]
+
+
+def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], f: asyncio.Future[None]) -> None:
+    flow = cnx.flow
+    pid = p.producer_id
+    err = None if f.cancelled() else f.exception()
+    if err is not None or f.cancelled():
+        # a storage fault is logged once by the store (degraded); a resend must not be
+        # taken for a duplicate of what was never stored
+        level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
+        log.log(level, "append failed for producer %s: %s", p.name, err)
+        topic = p.topic
+        if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
+            p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
+        for _op, seq, _highest, nbytes in batch:
+            flow.publish_done(nbytes)
+            cnx.write(commands.send_error(pid, seq, ServerError.PersistenceError, f"could not store message: {err}"))
+        return
+    receipt = commands.send_receipt
+    frames = []
+    for op, seq, highest, nbytes in batch:
+        flow.publish_done(nbytes)
+        pos = op.entry.position
+        frames.append(receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
+    cnx.write(b"".join(frames))
