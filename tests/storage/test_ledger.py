@@ -254,3 +254,30 @@ def test_appended_entry_carries_its_delivery_time_hint(tmp_path: Path) -> None:
         assert Entry(pos, b"a", 1, 1, 5_000) == Entry(pos, b"a", 1, 1)
 
     run_with_store(tmp_path, body)
+
+
+def test_reserved_appends_commit_together_and_keep_the_last_sequence_ids(tmp_path: Path) -> None:
+    """reserve_append assigns ids at once; submit_appends stores them as one submission,
+    and the producer sequence of each producer is the last one of the group after a restart."""
+
+    async def write(store: Store) -> None:
+        led = store.open_ledger("t")
+        await led.append(b"first", 1, 1, producer_name="p1", sequence_id=0)
+        ops = [led.reserve_append(payload(i), 1, 10 + i, "p1" if i % 2 else "p2", 100 + i) for i in range(6)]
+        assert [op.entry.position.entry_id for op in ops] == [1, 2, 3, 4, 5, 6]
+        assert led.last_confirmed.entry_id == 0  # nothing confirmed before the commit
+        before = store.commit_count
+        await led.submit_appends(ops)
+        assert store.commit_count - before == 1
+        assert led.last_confirmed.entry_id == 6
+        assert [e.data for e in led.read_entries(1, 10)] == [payload(i) for i in range(6)]
+        assert (led.last_sequence_id("p1"), led.last_sequence_id("p2")) == (105, 104)
+
+    run_with_store(tmp_path, write)
+
+    async def check(store: Store) -> None:
+        led = store.open_ledger("t")
+        assert (led.last_sequence_id("p1"), led.last_sequence_id("p2")) == (105, 104)
+        assert [e.data for e in led.read_entries(1, 10)] == [payload(i) for i in range(6)]
+
+    run_with_store(tmp_path, check)

@@ -10,7 +10,8 @@
 #   * submissions are applied in queue (= call) order; a submission is atomic (all its ops
 #     commit together or none do) -- this is what makes multi-op transactions possible;
 #   * a future is resolved only after COMMIT returned, i.e. durable per the sync mode;
-#   * fast path: the group runs without savepoints, consecutive appends via executemany. If
+#   * fast path: the group runs without savepoints, consecutive appends via executemany (and
+#     one producer-sequence upsert per ledger and producer, the last one's). If
 #     anything fails the transaction is rolled back and re-run with one SAVEPOINT per
 #     submission, so one bad submission fails alone;
 #   * a ledger whose append failed is fenced in `fenced` for the writer's lifetime so no later
@@ -152,14 +153,15 @@ class Writer:
 
     def _run_fast(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
         rows: list[tuple[int, int, int, int, int, bytes]] = []
-        seqs: list[tuple[int, str, int]] = []
+        # the last sequence id per (ledger, producer): one upsert each, not one per entry
+        seqs: dict[tuple[int, str], tuple[int, str, int]] = {}
 
         def flush() -> None:
             if rows:
                 conn.executemany(INSERT_ENTRY, rows)
                 rows.clear()
             if seqs:
-                conn.executemany(UPSERT_SEQ, seqs)
+                conn.executemany(UPSERT_SEQ, list(seqs.values()))
                 seqs.clear()
 
         conn.execute("BEGIN")
@@ -169,7 +171,7 @@ class Writer:
                     rows.append(op.entry_row())
                     seq = op.seq_row()
                     if seq is not None:
-                        seqs.append(seq)
+                        seqs[seq[0], seq[1]] = seq
                 else:
                     flush()
                     op.apply(conn, self.fenced)
