@@ -56,3 +56,24 @@ def test_consumer_gone_is_an_attempt(broker: BrokerProcess, client: pulsar.Clien
     assert [(a["consumer"], a["ending"]) for a in attempts] == [("first", "consumer-gone"),
                                                                ("second", "consumer-gone")]
     producer.close()
+
+
+def test_expiry_ends_the_log_with_an_expired_attempt(broker: BrokerProcess, client: pulsar.Client) -> None:
+    import urllib.request
+
+    topic = f"persistent://public/default/attempts-expire-{uuid.uuid4().hex[:6]}"
+    consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared, consumer_name="slow",
+                                properties={"letterbox.dlq.max_redeliveries": "5"},
+                                negative_ack_redelivery_delay_ms=20)
+    client.create_producer(topic, batching_enabled=False).send(b"stale")
+    consumer.negative_acknowledge(consumer.receive(10_000))
+    consumer.receive(10_000)  # held by "slow" when it expires
+    path = topic.removeprefix("persistent://")
+    req = urllib.request.Request(f"{broker.admin_url}/admin/v2/persistent/{path}/subscription/work/expireMessages/0",
+                                 method="POST")
+    urllib.request.urlopen(req, timeout=10).read()
+    dead = read_topic(client, f"{topic}-work-DLQ")
+    assert len(dead) == 1 and dead[0].properties()["DEAD_LETTER_REASON"] == "expired"
+    attempts = json.loads(dead[0].properties()["DELIVERY_ATTEMPTS"])
+    assert [(a["ending"], a["consumer"]) for a in attempts] == [("nack", "slow"), ("expired", "slow")]
+    consumer.close()

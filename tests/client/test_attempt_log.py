@@ -207,3 +207,22 @@ def test_bad_requests_get_clear_errors(broker: BrokerProcess, client: pulsar.Cli
     unknown = admin(broker, "topics", "attempts", topic, "nobody", mid)
     assert unknown.exit_code != 0 and "nobody" in unknown.stderr
     consumer.close()
+
+
+def test_exclusive_nack_names_the_failed_message(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """On Exclusive the official client asks for every unacked message again on a nack; an
+    announced nack makes the nacked message the only one with an attempt."""
+    topic = new_topic("attempts-excl")
+    consumer = RetryConsumer(client, topic, SUB, consumer_type=pulsar.ConsumerType.Exclusive, enable_retry=False,
+                             admin_url=broker.admin_url, consumer_name="excl", negative_ack_redelivery_delay_ms=20)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(3):
+        producer.send(b"%d" % i)
+    msgs = [consumer.receive(10_000) for _ in range(3)]
+    ids = [message_id_text(m) for m in msgs]
+    consumer.negative_acknowledge(msgs[1], reason="only this one")
+    assert wait_until(lambda: read_log(broker, topic, ids[1])["attempts"], timeout=10)
+    assert summary(read_log(broker, topic, ids[1])["attempts"]) == [("nack", "excl", "only this one")]
+    assert read_log(broker, topic, ids[0])["attempts"] == []
+    assert read_log(broker, topic, ids[2])["attempts"] == []
+    consumer.close()

@@ -11,7 +11,10 @@
 # property ANNOUNCES_FAILURES and announces each nack (with its reason)
 # through the admin API before it performs it (`announce`); its redelivery
 # requests without an announcement are then its ack timeouts. A plain
-# client's redelivery requests are recorded as nacks.
+# client's redelivery requests are recorded as nacks. On Exclusive and
+# Failover the official clients ask for ALL unacked messages again on a nack
+# (or an ack timeout): every message then gets an attempt (and a count), except
+# that an announced nack in such a request names the one that failed.
 # Invariants: announcements are in memory only and bounded (MAX_ANNOUNCED
 # per subscription, the oldest dropped); one is used by the first redelivery
 # or consumer-gone of its entry (an acked entry's stays until pushed out: the
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from letterbox.failure import Event
+from letterbox.failure import Event, RedeliverAll
 from letterbox.failure.attempts import (
     EXPIRED,
     TERMINATED,
@@ -69,8 +72,15 @@ class DeliveryAttempts:
         name, address = (consumer.name, consumer.cnx.remote) if consumer is not None else (None, None)
         now = sub.topic.service.clock.now_ms()
         announced = self._announced
+        # On Exclusive/Failover the official clients turn a nack into "redeliver all":
+        # when an announcing consumer's request carries an announced nack, the other
+        # messages only come back with it and get no attempt.
+        collateral = (announces and isinstance(event, RedeliverAll) and bool(announced)
+                      and any(e in announced for e in entry_ids))
         for eid in entry_ids:
             said = announced.pop(eid, None) if announced else None
+            if said is None and collateral:
+                continue
             ending = ending_for(event, said[0] if said else None, announces)
             attempt = Attempt(deliveries.delivery_times(eid)[1], now, name, address, ending,
                               said[1] if said else None)
