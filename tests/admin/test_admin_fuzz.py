@@ -22,7 +22,8 @@ from tests.conftest import _quiet_logger, wait_until
 SEED = 20261123
 VALID = {"domain": "persistent", "tenant": "fz", "namespace": "ns", "topic": "t", "subscription": "s",
          "cluster": "standalone", "role": "alice", "n": "1", "seconds": "0", "timestamp": "0",
-         "ledgerId": "0", "entryId": "0"}
+         "ledgerId": "0", "entryId": "0", "messageId": "0:0:-1:-1", "taskId": "0123456789abcdef",
+         "file": "app.js"}
 NAME_VARS = ("tenant", "namespace", "topic", "subscription", "cluster", "role")
 INT_VARS = ("n", "seconds", "timestamp", "ledgerId", "entryId")
 # names as they appear in the URL (already percent-encoded where needed)
@@ -51,6 +52,7 @@ JSON_ROUTES = re.compile(
     r"|/admin/v2/namespaces/\{tenant\}/\{namespace\}(/(deduplication|retention|messageTTL|letterbox/\w+"
     r"|permissions/\{role\}|permissions/subscription/\{subscription\}))?"
     r"|/admin/v2/\{domain\}/.*/(partitions|subscription/\{subscription\}|resetcursor|letterbox/(redrive|purge|move)"
+    r"|letterbox/attempts/\{messageId\}"
     r"|permissions/\{role\}))$"
 )
 # well-formed JSON a field check must refuse (wrong type / out of range) on these routes
@@ -66,6 +68,8 @@ FIELD_BODIES = {
     "messageTTL": ["2147483648", "-1", "1.5"],
     "letterbox/move": ['{"messageId": "1:' + "9" * 30 + '", "target": "persistent://fz/ns/x"}',
                        '{"messageId": "0:0", "target": "persistent://fz/ns/..", "deliverAfterMs": 1}'],
+    "letterbox/attempts/{messageId}": ['{"ending": "ack"}', '{"ending": "nack", "reason": 5}',
+                                       '{"ending": "nack", "why": "x"}', '{"reason": "' + "x" * 1001 + '"}'],
 }
 
 
