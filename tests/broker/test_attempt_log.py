@@ -77,3 +77,30 @@ def test_expiry_ends_the_log_with_an_expired_attempt(broker: BrokerProcess, clie
     attempts = json.loads(dead[0].properties()["DELIVERY_ATTEMPTS"])
     assert [(a["ending"], a["consumer"]) for a in attempts] == [("nack", "slow"), ("expired", "slow")]
     consumer.close()
+
+
+def test_partitioned_topic_is_read_from_the_partition_the_id_names(broker: BrokerProcess,
+                                                                    client: pulsar.Client) -> None:
+    import urllib.request
+
+    from letterbox.client import message_id_text
+
+    name = f"attempts-part-{uuid.uuid4().hex[:6]}"
+    base = f"{broker.admin_url}/admin/v2/persistent/public/default/{name}"
+    req = urllib.request.Request(base + "/partitions", data=b"2", method="PUT",
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).read()
+    topic = f"persistent://public/default/{name}"
+    consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared, consumer_name="p-worker",
+                                negative_ack_redelivery_delay_ms=20)
+    client.create_producer(topic, batching_enabled=False).send(b"x", partition_key="k")
+    msg = consumer.receive(10_000)
+    mid = message_id_text(msg)
+    assert int(mid.split(":")[2]) >= 0
+    consumer.negative_acknowledge(msg)
+    consumer.receive(10_000)
+    with urllib.request.urlopen(f"{base}/subscription/work/letterbox/attempts/{mid}", timeout=10) as resp:
+        log = json.loads(resp.read())
+    assert log["topic"] == f"{topic}-partition-{mid.split(':')[2]}"
+    assert [(a["ending"], a["consumer"]) for a in log["attempts"]] == [("nack", "p-worker")]
+    consumer.close()
