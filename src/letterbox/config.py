@@ -105,6 +105,9 @@ class BrokerConfig:
     allow_test_clock: bool = False
     # --- delivery attempt log (letterbox) ---
     attempt_log_size: int = 10  # failed deliveries kept per message (the last N)
+    # --- topic compaction (broker/compactor.py) ---
+    compaction_chunk_entries: int = 1000  # entries read, and view rows written, per step
+    compaction_monitor_interval_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
 
     def validate(self) -> BrokerConfig:
         for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):
@@ -133,6 +136,11 @@ class BrokerConfig:
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
         self._validate_limits()
+        if not 1 <= self.compaction_chunk_entries <= 1_000_000:
+            raise ConfigError(f"compaction_chunk_entries must be between 1 and 1000000, got {self.compaction_chunk_entries}")
+        if not 1 <= self.compaction_monitor_interval_seconds <= 86_400:
+            raise ConfigError("compaction_monitor_interval_seconds must be between 1 and 86400, "
+                              f"got {self.compaction_monitor_interval_seconds}")
         if not 1 <= self.attempt_log_size <= 1000:
             raise ConfigError(f"attempt_log_size must be between 1 and 1000, got {self.attempt_log_size}")
         self._validate_security()

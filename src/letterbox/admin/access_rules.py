@@ -11,7 +11,7 @@
 #                 clock (read and advance, for tests);
 #   TENANT_ADMIN  a super user or an admin role of the {tenant} in the path
 #                 (namespaces, policies, permissions, topic create/delete,
-#                 redrive and purge);
+#                 redrive and purge, compaction trigger and status);
 #   LOOKUP        produce or consume on the topic in the path (HTTP lookup,
 #                 partition metadata, topic stats: Pulsar's LOOKUP / GET_STATS);
 #   CONSUME       consume on the topic in the path, with the {subscription} of
@@ -45,7 +45,7 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff")
+                "/letterbox/redeliveryBackoff", "/compactionThreshold")
 S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 
 _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
@@ -86,6 +86,8 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/letterbox/redrive/{taskId}"): A,
     ("DELETE", TOPIC_BASE + "/letterbox/redrive/{taskId}"): A,
     ("POST", TOPIC_BASE + "/letterbox/purge"): A,
+    ("PUT", TOPIC_BASE + "/compaction"): A,  # Pulsar's COMPACT topic operation
+    ("GET", TOPIC_BASE + "/compaction"): A,
     # lookup and consume
     ("GET", _LOOKUP_PATH): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/partitions"): Access.LOOKUP,

@@ -49,6 +49,7 @@ class AdminServer(AdminContext):
             routes_attempts,
             routes_clock,
             routes_cluster,
+            routes_compaction,
             routes_dead_letters,
             routes_messages,
             routes_move,
@@ -77,6 +78,7 @@ class AdminServer(AdminContext):
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,
+            routes_compaction.register,  # topic compaction and compactionThreshold
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)
         for register in registrars:

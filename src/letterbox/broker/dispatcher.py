@@ -22,6 +22,8 @@ import asyncio
 import bisect
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.compacted_reads import compacted_entry, read_compacted
+
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.subscription import Subscription
@@ -129,9 +131,13 @@ class Dispatcher:
             and examined < MAX_EXAMINED_PER_ROUND
             and self.any_available()
         ):
-            if self.read_position < ledger.first_position.entry_id:
-                self.read_position = ledger.first_position.entry_id
-            entries = ledger.read_entries(self.read_position, READ_BATCH)
+            compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
+            if compacted is not None:
+                entries = compacted
+            else:
+                if self.read_position < ledger.first_position.entry_id:
+                    self.read_position = ledger.first_position.entry_id
+                entries = ledger.read_entries(self.read_position, READ_BATCH)
             if not entries:
                 break
             examined += len(entries)
@@ -179,7 +185,7 @@ class Dispatcher:
             if self._blocked_unread(eid, blocked):
                 keep.append(eid)
                 continue
-            entry = ledger.read_entry(eid)
+            entry = (sub.read_compacted and compacted_entry(sub, eid)) or ledger.read_entry(eid)
             if entry is None or (quarantine is not None and not quarantine.admit(entry)):
                 continue
             target = self._replay_target(entry, blocked)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.compacted_reads import last_compacted_id
 from letterbox.broker.consumer import Consumer
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.redelivery_policy import consumer_policy
@@ -16,6 +17,7 @@ from letterbox.failure.consumer_properties import DLQ_INITIAL_SUBSCRIPTION, DLQ_
 from letterbox.names import name_problem
 from letterbox.protocol import commands, parse_entry_metadata, pb
 from letterbox.security.authorization import AuthorizationFailed, is_failure_topic_of
+from letterbox.storage.position import Position
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -116,7 +118,10 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         start = _start_entry(topic, c.start_message_id)
     if durable:
         check_new_subscription(topic, c.subscription)
+    if c.read_compacted and c.subType not in (pb.CommandSubscribe.Exclusive, pb.CommandSubscribe.Failover):
+        raise NotAllowed("Read compacted is only allowed on Exclusive and Failover subscriptions (and readers)")
     sub = topic.subscription_for(c.subscription, durable, initial, start)
+    sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
     try:
         sub.add_consumer(consumer, auto_split)
         if policy is not None:
@@ -289,7 +294,10 @@ def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
     ledger = sub.topic.ledger
     last = ledger.last_confirmed
     batch_index = -1
-    if last.entry_id >= 0:
+    compacted = last_compacted_id(sub) if sub.read_compacted else None
+    if compacted is not None:
+        last, batch_index = Position(last.ledger_id, compacted[0]), compacted[1]
+    elif last.entry_id >= 0:
         entry = ledger.read_entry(last.entry_id)
         if entry is not None:
             meta = parse_entry_metadata(entry.data)

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
+from letterbox.broker.compactor import Compactor
 from letterbox.broker.connection_guard import ConnectionLimiter
 from letterbox.broker.dead_letter_rate import DeadLetterRate
 from letterbox.broker.flow_control import PublishBuffer
@@ -82,6 +83,7 @@ class BrokerService:
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
+        self.compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
         self.connections: set[ServerCnx] = set()
         self.connection_limiter = ConnectionLimiter(config)
         self.publish_buffer = PublishBuffer(config)
@@ -141,6 +143,7 @@ class BrokerService:
         self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
         self.expiry.start()
         self.redrive_tasks.resume_all()
+        self.compactor.start()
 
     def _expire_retained(self) -> None:
         """Retention runs on a clock: acked entries age out even when no ack arrives."""
@@ -154,6 +157,7 @@ class BrokerService:
     async def stop(self) -> None:
         await self.redrive_tasks.pause_all()  # running tasks stay recorded as running
         await self.expiry.stop()
+        await self.compactor.stop()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         for server in self._servers:

@@ -65,6 +65,9 @@ class Subscription:
         self.topic_role = failure.topic_role(str(topic.name))
         # Pulsar's blockedSubscriptionOnUnackedMsgs (set by broker/unacked_limits.py)
         self.blocked_on_unacked = False
+        # a consumer subscribed with read_compacted: reads go through the topic's compacted
+        # view up to its horizon (broker/compacted_reads.py)
+        self.read_compacted = False
 
     @property
     def redelivery(self) -> RedeliveryTracker:

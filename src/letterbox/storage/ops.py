@@ -151,6 +151,7 @@ class DeleteLedgerOp(WriteOp):
         conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ?", lid)
+        conn.execute("DELETE FROM compacted_entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM producer_seq WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", lid)
 

@@ -16,6 +16,9 @@
 #                                  -- the delivery attempt log of each entry that failed in a
 #                                     cursor, written with the cursor's record (attempt_log.py)
 #   metadata(key, value)
+#   compacted_entries(ledger_id, generation, entry_id, publish_time, num_messages, data)
+#                                  -- compacted views of topics (compaction.py): copies of
+#                                     the entries holding each key's latest value
 # Invariant: per ledger, stored entry ids are contiguous from first_entry_id (trim removes a
 # prefix only); the loader tolerates gaps by counting missing ids as zero messages.
 from __future__ import annotations
@@ -65,6 +68,15 @@ CREATE TABLE IF NOT EXISTS attempt_logs (
     attempts TEXT NOT NULL,
     PRIMARY KEY (ledger_id, cursor, entry_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compacted_entries (
+    ledger_id INTEGER NOT NULL,
+    generation INTEGER NOT NULL,
+    entry_id INTEGER NOT NULL,
+    publish_time INTEGER NOT NULL,
+    num_messages INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (ledger_id, generation, entry_id)
+);
 """
 
 _SYNC_PRAGMA = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}

@@ -1,0 +1,57 @@
+# Reads of a subscription whose consumer subscribed with read_compacted (Pulsar's
+# readCompacted: Exclusive / Failover subscriptions and readers only).
+# Invariant: below or at the compaction horizon such a subscription reads the topic's
+# compacted view (the latest value per key, under the original message ids); past the
+# horizon -- or with no view -- it reads the ledger as any other subscription does. Entries
+# the view left out are never sent to it.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from letterbox.broker.compaction_entries import keyed_messages
+
+if TYPE_CHECKING:
+    from letterbox.broker.subscription import Subscription
+    from letterbox.storage.entry import Entry
+
+
+def read_compacted(sub: Subscription, start: int, limit: int) -> list[Entry] | None:
+    """The next entries from `start` for a read_compacted subscription: the view's while
+    `start` is within the horizon, then the ledger's after it; None when the ledger is to
+    be read as usual (no view, or `start` past the horizon)."""
+    compactor = sub.topic.service.compactor
+    ledger = sub.topic.ledger
+    view = compactor.views.horizon(ledger.ledger_id)
+    if view is None or start > view.horizon:
+        return None
+    found = compactor.views.read(ledger.ledger_id, view, start, limit)
+    if found:
+        return found
+    return ledger.read_entries(max(view.horizon + 1, ledger.first_position.entry_id), limit)
+
+
+def compacted_entry(sub: Subscription, entry_id: int) -> Entry | None:
+    """The entry to send again (a redelivery) to a read_compacted subscription: the view's
+    copy within the horizon (the ledger may have trimmed the original), else None."""
+    compactor = sub.topic.service.compactor
+    ledger = sub.topic.ledger
+    view = compactor.views.horizon(ledger.ledger_id)
+    if view is None or entry_id > view.horizon:
+        return None
+    return compactor.views.read_one(ledger.ledger_id, view, entry_id)
+
+
+def last_compacted_id(sub: Subscription) -> tuple[int, int] | None:
+    """(entry id, batch index) of the last message a read_compacted subscription can get,
+    when nothing was published after the horizon (Pulsar answers GetLastMessageId from
+    the compacted view then); None: the ledger's last entry answers."""
+    compactor = sub.topic.service.compactor
+    ledger = sub.topic.ledger
+    view = compactor.views.horizon(ledger.ledger_id)
+    if view is None or ledger.last_confirmed.entry_id > view.horizon:
+        return None
+    last = compactor.views.last(ledger.ledger_id, view)
+    if last is None:
+        return None
+    messages = keyed_messages(last.data)
+    return last.entry_id, messages[-1].index if messages else -1

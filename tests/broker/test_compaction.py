@@ -1,0 +1,182 @@
+"""Topic compaction (issue 15 item 3) through the official client over TCP: trigger and
+status over HTTP, a compacted reader sees the latest value per key (tombstones remove their
+key, keyless messages are left out), a non-compacted reader sees every message, a consumer
+with is_read_compacted reads the view then the rest of the topic, the compactionThreshold
+namespace policy compacts on its own, and bad requests get clear errors."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.conftest import BrokerProcess, _quiet_logger, wait_until
+
+P = "/admin/v2/persistent/public/default/"
+NS = "/admin/v2/namespaces/public/default"
+
+
+def _topic() -> str:
+    return f"compact-{uuid.uuid4().hex[:8]}"
+
+
+def produce_keyed(client: pulsar.Client, topic: str, n: int, keys: int, tombstones: int) -> dict[str, bytes]:
+    """n messages round-robin over `keys` keys, then an empty payload for the first
+    `tombstones` keys; returns the latest value of every key still alive."""
+    producer = client.create_producer(f"persistent://public/default/{topic}", batching_enabled=False,
+                                      block_if_queue_full=True)
+    latest: dict[str, bytes] = {}
+    failures: list[object] = []
+
+    def sent(result: object, _msg_id: object) -> None:
+        if result != pulsar.Result.Ok:
+            failures.append(result)
+
+    for i in range(n):
+        key = f"k{i % keys}"
+        value = f"{key}-v{i}".encode()
+        producer.send_async(value, sent, partition_key=key)
+        latest[key] = value
+    for t in range(tombstones):
+        producer.send_async(b"", sent, partition_key=f"k{t}")
+        latest.pop(f"k{t}")
+    producer.flush()
+    producer.close()
+    assert not failures, failures[:3]
+    return latest
+
+
+def compact_and_wait(broker: BrokerProcess, topic: str, timeout: float = 60.0) -> dict[str, Any]:
+    status, body = call(broker.admin_url, "PUT", P + topic + "/compaction")
+    assert status == 204, body
+    done: dict[str, Any] = {}
+
+    def finished() -> bool:
+        code, state = call(broker.admin_url, "GET", P + topic + "/compaction")
+        assert code == 200, state
+        done.update(state)
+        return state["status"] in ("SUCCESS", "ERROR")
+
+    assert wait_until(finished, timeout=timeout), done
+    return done
+
+
+def read_all(client: pulsar.Client, topic: str, compacted: bool, timeout_ms: int = 1500) -> list[pulsar.Message]:
+    reader = client.create_reader(f"persistent://public/default/{topic}", pulsar.MessageId.earliest,
+                                  is_read_compacted=compacted, receiver_queue_size=1000)
+    out: list[pulsar.Message] = []
+    try:
+        while True:
+            try:
+                out.append(reader.read_next(timeout_millis=timeout_ms))
+            except pulsar.Timeout:
+                return out
+    finally:
+        reader.close()
+
+
+def test_compacted_reader_sees_the_80_latest_values(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = _topic()
+    # a subscription that has not read anything keeps the topic's entries (retention 0)
+    keeper = client.subscribe(f"persistent://public/default/{topic}", "keeper",
+                              initial_position=pulsar.InitialPosition.Earliest)
+    latest = produce_keyed(client, topic, 10_000, 100, 20)
+    assert len(latest) == 80
+    assert call(broker.admin_url, "GET", P + topic + "/compaction")[1] == {"status": "NOT_RUN", "lastError": ""}
+    assert compact_and_wait(broker, topic) == {"status": "SUCCESS", "lastError": ""}
+    got = read_all(client, topic, compacted=True)
+    assert {m.partition_key(): m.data() for m in got} == latest
+    assert len(got) == 80
+    everything = read_all(client, topic, compacted=False)
+    assert len(everything) == 10_020
+    assert [m.data() for m in everything[-20:]] == [b""] * 20
+    keeper.close()
+
+
+def test_compacted_consumer_reads_the_view_then_the_rest(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    latest = produce_keyed(client, topic, 300, 10, 2)
+    producer = client.create_producer(full, batching_enabled=False)
+    producer.send(b"no key")  # left out of the view, as Pulsar does
+    compact_and_wait(broker, topic)
+    producer.send(b"after-1", partition_key="k5")
+    producer.send(b"after-2")
+    consumer = client.subscribe(full, "compacted", is_read_compacted=True,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    got = []
+    while True:
+        try:
+            msg = consumer.receive(timeout_millis=1500)
+        except pulsar.Timeout:
+            break
+        got.append((msg.partition_key(), msg.data()))
+        consumer.acknowledge(msg)
+    view = sorted(got[:-2])
+    assert view == sorted(latest.items())
+    assert got[-2:] == [("k5", b"after-1"), ("", b"after-2")]
+    consumer.close()
+    producer.close()
+
+
+def test_read_compacted_refused_on_shared(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """The official client refuses it itself (the broker refuses it too, with NotAllowed)."""
+    full = f"persistent://public/default/{_topic()}"
+    with pytest.raises(pulsar.InvalidConfiguration):
+        client.subscribe(full, "shared", consumer_type=pulsar.ConsumerType.Shared, is_read_compacted=True)
+
+
+def test_compaction_bad_input(broker: BrokerProcess) -> None:
+    status, body = call(broker.admin_url, "PUT", P + "no-such-topic/compaction")
+    assert status == 404 and "not found" in body["reason"], body
+    status, body = call(broker.admin_url, "GET", P + "no-such-topic/compaction")
+    assert status == 404, body
+    status, body = call(broker.admin_url, "POST", NS + "/compactionThreshold", '"big"')
+    assert status == 400 and "integer" in body["reason"], body
+    status, body = call(broker.admin_url, "POST", NS + "/compactionThreshold", "-1")
+    assert status == 412 and "0 or more" in body["reason"], body
+    status, body = call(broker.admin_url, "GET", NS + "/compactionThreshold")
+    assert status == 204, body  # unset
+    status, body = call(broker.admin_url, "POST", "/admin/v2/namespaces/public/nope/compactionThreshold", "5")
+    assert status == 404, body
+
+
+def test_second_trigger_while_running_is_refused(broker_factory: Any) -> None:
+    broker = broker_factory(env={"LETTERBOX_COMPACTION_CHUNK_ENTRIES": "1"})
+    client = pulsar.Client(broker.url, logger=_quiet_logger())
+    try:
+        topic = _topic()
+        produce_keyed(client, topic, 3000, 3000, 0)
+        assert call(broker.admin_url, "PUT", P + topic + "/compaction")[0] == 204
+        status, body = call(broker.admin_url, "PUT", P + topic + "/compaction")
+        assert status == 409 and "already in progress" in body["reason"], body
+        assert call(broker.admin_url, "GET", P + topic + "/compaction")[1]["status"] == "RUNNING"
+        assert wait_until(lambda: call(broker.admin_url, "GET", P + topic + "/compaction")[1]["status"] == "SUCCESS",
+                          timeout=120)
+    finally:
+        client.close()
+
+
+def test_compaction_threshold_triggers_compaction(broker_factory: Any) -> None:
+    broker = broker_factory(env={"LETTERBOX_COMPACTION_MONITOR_INTERVAL_SECONDS": "1"})
+    client = pulsar.Client(broker.url, logger=_quiet_logger())
+    try:
+        status, body = call(broker.admin_url, "POST", NS + "/compactionThreshold", "10000")
+        assert status == 204, body
+        assert call(broker.admin_url, "GET", NS + "/compactionThreshold") == (200, 10000)
+        topic = _topic()
+        latest = produce_keyed(client, topic, 50, 5, 0)  # well under 10,000 bytes
+        small = wait_until(lambda: call(broker.admin_url, "GET", P + topic + "/compaction")[1]["status"] != "NOT_RUN",
+                           timeout=3)
+        assert not small, "compacted below the threshold"
+        latest.update(produce_keyed(client, topic, 1000, 5, 0))  # past it
+        assert wait_until(lambda: call(broker.admin_url, "GET", P + topic + "/compaction")[1]["status"] == "SUCCESS",
+                          timeout=30)
+        got = read_all(client, topic, compacted=True)
+        assert {m.partition_key(): m.data() for m in got} == latest
+        assert call(broker.admin_url, "DELETE", NS + "/compactionThreshold")[0] == 204
+        assert call(broker.admin_url, "GET", NS + "/compactionThreshold")[0] == 204
+    finally:
+        client.close()
