@@ -149,3 +149,28 @@ def test_a_suspect_shows_the_last_failure_reason_given_through_letterbox_client(
         producer.close()
     finally:
         client.close()
+
+
+def test_a_partitioned_topic_answers_for_all_its_partitions(broker: BrokerProcess) -> None:
+    topic = f"persistent://public/default/poison-parts-{uuid.uuid4().hex[:8]}"
+    status, body = call(broker.admin_url, "PUT", "/admin/v2/" + topic.replace("://", "/") + "/partitions", "2")
+    assert status == 204, body
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                    negative_ack_redelivery_delay_ms=20,
+                                    properties={"letterbox.dlq.max_redeliveries": "2"})
+        producer = client.create_producer(topic, batching_enabled=False)
+        sent = producer.send(b"bad", partition_key="k")
+        held = fail_until(consumer, b"bad", 2)  # 2 redeliveries: above half of 2
+        status, body = suspects_of(broker, topic, "work")
+        assert status == 200 and body["suspectCount"] == 1, body
+        assert body["suspects"][0]["messageId"] == f"{sent.ledger_id()}:{sent.entry_id()}:{sent.partition()}:-1"
+        assert body["maxRedeliveries"] == 2
+        status, body = suspects_of(broker, topic, "other")
+        assert status == 404
+        consumer.acknowledge(held)
+        consumer.close()
+        producer.close()
+    finally:
+        client.close()
