@@ -1,5 +1,6 @@
 # The broker's clock over HTTP (letterbox/clock.py), for tests:
-#   GET  /admin/v2/letterbox/clock              {"clock", "nowMs", "wallMs", "pendingTimers"}
+#   GET  /admin/v2/letterbox/clock              {"clock", "nowMs", "wallMs", "ttlCheckedAtMs",
+#                                               "pendingTimers", "nextTimerMs"}
 #   POST /admin/v2/letterbox/clock/advance?ms=N move a manual clock N ms on, firing
 #                                               the backoff, delayed-delivery, TTL,
 #                                               retention and redrive timers due on the way
@@ -34,7 +35,8 @@ class ClockRoutes:
 
     def _state(self) -> dict[str, object]:
         clock = self.service.clock
-        state: dict[str, object] = {"clock": clock.kind, "nowMs": clock.now_ms(), "wallMs": wall_ms()}
+        state: dict[str, object] = {"clock": clock.kind, "nowMs": clock.now_ms(), "wallMs": wall_ms(),
+                                    "ttlCheckedAtMs": self.service.expiry.checked_at_ms or None}
         if isinstance(clock, ManualClock):
             state["pendingTimers"] = clock.pending_timers()
             state["nextTimerMs"] = clock.next_timer_ms()

@@ -27,6 +27,9 @@ class MessageExpiryMonitor:
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._task: asyncio.Task[None] | None = None
+        # the clock time at which the last completed check started (0: none yet), so a
+        # test on a manual clock can tell that expiry has run at the time it advanced to
+        self.checked_at_ms = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -42,6 +45,7 @@ class MessageExpiryMonitor:
     async def _run(self) -> None:
         while True:
             await self.service.clock.sleep(CHECK_SECONDS)
+            started = self.service.clock.now_ms()
             try:
                 await self.check()
             except asyncio.CancelledError:
@@ -50,6 +54,7 @@ class MessageExpiryMonitor:
                 pass  # counted and logged by the failed move; retried next check
             except Exception:
                 log.exception("message expiry check failed")
+            self.checked_at_ms = started
 
     async def check(self) -> int:
         """One pass over the loaded topics; returns the entries expired."""
