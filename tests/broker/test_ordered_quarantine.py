@@ -220,3 +220,26 @@ def test_bad_policy_refuses_the_subscribe(broker: BrokerProcess, client: pulsar.
     for t in (pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover, pulsar.ConsumerType.KeyShared):
         client.subscribe(topic, f"ok-{t}", consumer_type=t,
                          properties={"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "park"}).close()
+
+
+def test_namespace_policy_parks_on_ordered_subscriptions_only(broker: BrokerProcess, client: pulsar.Client) -> None:
+    ns = f"oqns{uuid.uuid4().hex[:6]}"
+    base = broker.admin_url
+    policy_path = f"/admin/v2/namespaces/public/{ns}/letterbox/deadLetterPolicy"
+    assert call(base, "PUT", f"/admin/v2/namespaces/public/{ns}")[0] == 204
+    status, body = call(base, "POST", policy_path, json.dumps({"maxRedeliverCount": 2, "onKeyFailure": "hold"}))
+    assert status == 400 and "onKeyFailure must be one of continue, park, got 'hold'" in json.dumps(body)
+    assert call(base, "POST", policy_path, json.dumps({"maxRedeliverCount": 2, "onKeyFailure": "park"}))[0] == 204
+    assert call(base, "GET", policy_path)[1]["onKeyFailure"] == "park"
+    topic = f"persistent://public/{ns}/t"
+    failover = client.subscribe(topic, "f", consumer_type=pulsar.ConsumerType.Failover,
+                                initial_position=pulsar.InitialPosition.Earliest, negative_ack_redelivery_delay_ms=20)
+    shared = client.subscribe(topic, "sh", consumer_type=pulsar.ConsumerType.Shared,
+                              initial_position=pulsar.InitialPosition.Earliest, negative_ack_redelivery_delay_ms=20)
+    _produce(client, topic, 1, 10, "AB")
+    assert _of("A", _work(failover, {"A3"}, 2000)) == _a(1, 2)
+    assert sorted(_of("A", _work(shared, {"A3"}, 2000))) == sorted(_a(1, 10)[:2] + _a(4, 10))  # Shared: not parked
+    dead_f = [(m.data().decode(), m.properties()["DEAD_LETTER_REASON"]) for m in read_topic(client, f"{topic}-f-DLQ")]
+    assert dead_f == [("A3", "max-redeliveries")] + [(a, "parked-behind") for a in _a(4, 10)]
+    assert [m.data().decode() for m in read_topic(client, f"{topic}-sh-DLQ")] == ["A3"]
+

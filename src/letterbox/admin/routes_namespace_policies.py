@@ -2,7 +2,8 @@
 # deduplication (body true|false), retention (body RetentionPolicies
 # {"retentionTimeInMinutes", "retentionSizeInMB"}), messageTTL (body: seconds),
 # and letterbox extensions under .../letterbox/: deadLetterPolicy
-# {"maxRedeliverCount", "deadLetterTopic"?, "initialSubscriptionName"?} and
+# {"maxRedeliverCount", "deadLetterTopic"?, "initialSubscriptionName"?,
+# "onKeyFailure"? ("continue" | "park": the ordered quarantine, stored only when set)} and
 # redeliveryBackoff {"minDelayMs", "maxDelayMs"?, "multiplier"?}.
 # GET of a policy that is not set answers 204 without a body (Pulsar answers
 # null that way), except retention, which answers the broker's default.
@@ -31,6 +32,7 @@ from letterbox.admin.request_parsing import (
 )
 from letterbox.broker import namespace_policies as np
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_MULTIPLIER
+from letterbox.failure.policies import KeyFailure
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -164,16 +166,24 @@ def _optional_str(obj: dict[str, Any], key: str) -> str | None:
 
 
 def _dead_letter(body: Any) -> dict[str, Any]:
-    obj = _object(body, "Dead letter policy", ("maxRedeliverCount", "deadLetterTopic", "initialSubscriptionName"))
+    obj = _object(body, "Dead letter policy", ("maxRedeliverCount", "deadLetterTopic", "initialSubscriptionName",
+                                               "onKeyFailure"))
     topic = _optional_str(obj, "deadLetterTopic")
     if topic is not None:
         persistent_topic_field("deadLetterTopic", topic)
     _optional_str(obj, "initialSubscriptionName")
-    return {
+    out = {
         "maxRedeliverCount": _int(obj, "maxRedeliverCount", None, 1),
         "deadLetterTopic": topic,
         "initialSubscriptionName": name_field(obj, "initialSubscriptionName", "subscription"),
     }
+    on_key_failure = obj.get("onKeyFailure")
+    if on_key_failure is not None:
+        accepted = [k.value for k in KeyFailure]
+        if on_key_failure not in accepted:
+            raise AdminError(400, f"onKeyFailure must be one of {', '.join(accepted)}, got {on_key_failure!r}")
+        out["onKeyFailure"] = on_key_failure
+    return out
 
 
 def _backoff(body: Any) -> dict[str, Any]:

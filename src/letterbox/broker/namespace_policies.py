@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from letterbox.failure import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
 from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
+from letterbox.failure.policies import KeyFailure
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
@@ -63,8 +64,16 @@ class NamespacePolicies:
             retention_minutes=retention.get("retentionTimeInMinutes") if retention else None,
             retention_size_mb=retention.get("retentionSizeInMB") if retention else None,
             ttl_seconds=doc.get(TTL),
-            subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE),
+            subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE,
+                                       on_key_failure=_key_failure(dl)),
         )
+
+
+def _key_failure(dl: dict[str, Any] | None) -> KeyFailure:
+    """The ordered quarantine of the namespace's dead-letter policy (applied on ordered
+    subscriptions only, failure.key_quarantine.parks); an unknown stored value: continue."""
+    value = (dl or {}).get("onKeyFailure")
+    return KeyFailure.PARK if value == KeyFailure.PARK.value else KeyFailure.CONTINUE
 
 
 _EMPTY = NamespacePolicies()

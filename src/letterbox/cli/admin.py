@@ -190,14 +190,20 @@ def namespaces_set_ttl(a: AdminContext, namespace: str, ttl: str) -> None:
               help="Redeliveries allowed before the broker dead-letters a message.")
 @click.option("--dead-letter-topic", "-t", help="Dead letter topic [<topic>-<subscription>-DLQ].")
 @click.option("--initial-subscription", "-i", help="Subscription created on the dead letter topic.")
+@click.option("--on-key-failure", type=click.Choice(["continue", "park"]),
+              help="park: the ordered quarantine on Exclusive, Failover and Key_Shared subscriptions "
+                   "(a dead-lettered message's key is parked behind it) [continue].")
 def namespaces_set_dlq(a: AdminContext, namespace: str, max_redeliver_count: int,
-                       dead_letter_topic: str | None, initial_subscription: str | None) -> None:
+                       dead_letter_topic: str | None, initial_subscription: str | None,
+                       on_key_failure: str | None) -> None:
     """Dead-letter policy for every subscription in NAMESPACE (letterbox extension)."""
     body: dict[str, object] = {"maxRedeliverCount": max_redeliver_count}
     if dead_letter_topic:
         body["deadLetterTopic"] = dead_letter_topic
     if initial_subscription:
         body["initialSubscriptionName"] = initial_subscription
+    if on_key_failure:
+        body["onKeyFailure"] = on_key_failure
     a.client.request("POST", namespace_path(namespace) + "/letterbox/deadLetterPolicy", body)
     a.done(f"Dead-letter policy of {namespace} set: after {max_redeliver_count} redeliveries",
            namespace=namespace, deadLetterPolicy=body)
