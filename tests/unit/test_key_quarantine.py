@@ -66,3 +66,9 @@ def test_gate() -> None:
     assert g("k", 9, state=kq.KeyState.DRAINING, returning=True, out=None, first_waiting=None) is A
     assert g("k", 9, state=kq.KeyState.DRAINING, returning=True, out=8, first_waiting=None) is W
     assert g("k", 9, state=kq.KeyState.DRAINING, returning=False, out=None, first_waiting=None) is P
+
+
+def test_a_redeliver_all_counts_the_oldest_only() -> None:
+    assert kq.counted_on_redeliver_all([34, 27, 40]) == [27]
+    assert kq.counted_on_redeliver_all([]) == []
+

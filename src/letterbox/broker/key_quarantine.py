@@ -59,6 +59,7 @@ MAX_WAITING = 10_000  # entries held behind keys' messages out; reading pauses b
 MAX_KEY_CACHE = 100_000
 PARK_RUN = 100  # parked entries per transaction
 RETRY_S = 1.0
+REDELIVER_ALL_HOLD_MS = 250  # uncounted messages of a redeliver-all wait this long before they go again
 
 
 class KeyQuarantine:
@@ -138,6 +139,18 @@ class KeyQuarantine:
             self._keys.clear()
         self._keys[eid] = key
         return key
+
+    def counted_on_redeliver_all(self, entry_ids: list[int]) -> list[int]:
+        """A redeliver-all gave `entry_ids` back: queue again, uncounted, all but those
+        that count a redelivery (returned; failure.key_quarantine says which)."""
+        counted = kq.counted_on_redeliver_all(entry_ids)
+        # held a moment: most of them were handled and their acknowledgement is on its way
+        # (the official clients send them in groups every 100 ms); those come back only if not
+        at = self.sub.topic.service.clock.now_ms() + REDELIVER_ALL_HOLD_MS
+        for eid in entry_ids:
+            if eid not in counted:
+                self.sub.tracker.delay(eid, at)
+        return counted
 
     # --- entries that left the subscription -------------------------------------------------
     def settled(self, entry_id: int) -> None:

@@ -199,6 +199,8 @@ class Subscription:
             ids = list(consumer.pending)
             consumer.pending.clear()
             event: failure.Event = failure.RedeliverAll()
+            if ids and self.quarantine.active:  # park: only the oldest counts (key_quarantine)
+                ids = self.quarantine.counted_on_redeliver_all(ids)
         else:
             ids = [e for e in entry_ids if consumer.pending.pop(e, None) is not None]
             event = failure.Nack()

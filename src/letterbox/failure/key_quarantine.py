@@ -24,9 +24,18 @@
 #               order, new ones are parked behind them (the running redrive
 #               picks them up after the others), so none overtakes;
 #     RELEASED  handled and no redrive running: the key is an ordinary key again.
+# - Counting a redeliver-all: on Exclusive and Failover the official clients
+#   answer a nack (or an ack timeout) by asking for EVERY unacknowledged
+#   message again, naming none. Counting them all would dead-letter -- and so
+#   poison -- innocent keys whose current message was only waiting for its
+#   acknowledgement to be sent. With park, only the oldest of them by position
+#   counts: the one blocking its key, as a failing message does (everything
+#   else moves on); the others come back uncounted (the rule of a consumer that
+#   went away, decide.ConsumerGone).
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 from letterbox.failure.decide import SubscriptionType
 from letterbox.failure.errors import PolicyError
@@ -66,6 +75,11 @@ def parks(on_key_failure: KeyFailure, sub_type: int | None, durable: bool) -> bo
 def poisons(reason: str) -> bool:
     """Whether a dead letter for `reason` poisons its key."""
     return reason in POISONING_REASONS
+
+
+def counted_on_redeliver_all(entry_ids: Sequence[int]) -> list[int]:
+    """Of the messages a redeliver-all gives back, those that count a redelivery (park)."""
+    return [min(entry_ids)] if entry_ids else []
 
 
 def key_state(poison_handled: bool, redrive_running: bool) -> KeyState:
