@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING
 
 from letterbox import failure
@@ -39,11 +38,6 @@ if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
     from letterbox.failure.attempts import Attempt
     from letterbox.storage.entry import Entry
-
-
-def now_ms() -> int:
-    """Wall time; the broker's own "now" is its clock's (RedeliveryTracker.now_ms)."""
-    return int(time.time() * 1000)
 
 
 class RedeliveryTracker:
