@@ -180,3 +180,45 @@ def test_compaction_threshold_triggers_compaction(broker_factory: Any) -> None:
         assert call(broker.admin_url, "GET", NS + "/compactionThreshold")[0] == 204
     finally:
         client.close()
+
+
+def test_table_view_is_built_on_the_compacted_topic(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    latest = produce_keyed(client, topic, 2000, 50, 5)
+    compact_and_wait(broker, topic)
+    table = client.create_table_view(full)
+    try:
+        seen: dict[str, bytes] = {}
+        table.for_each(lambda key, value: seen.__setitem__(key, value))
+        assert seen == latest
+        producer = client.create_producer(full, batching_enabled=False)
+        producer.send(b"fresh", partition_key="k10")
+        producer.send(b"", partition_key="k11")  # a tombstone after the horizon
+        producer.close()
+        assert wait_until(lambda: table.get("k10") == b"fresh" and table.get("k11") is None)
+    finally:
+        table.close()
+
+
+@pytest.mark.parametrize("compression", [pulsar.CompressionType.NONE, pulsar.CompressionType.LZ4])
+def test_batches_keep_their_latest_messages(broker: BrokerProcess, client: pulsar.Client,
+                                            compression: pulsar.CompressionType) -> None:
+    """A batch holding latest values and superseded ones is kept with the superseded ones
+    marked compacted_out: the reader gets only the latest, under their original ids."""
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    producer = client.create_producer(full, batching_enabled=True, batching_max_messages=10,
+                                      batching_max_publish_delay_ms=1000, compression_type=compression)
+    ids: dict[str, Any] = {}
+    for i in range(100):
+        key = f"k{i % 7}"
+        producer.send_async(f"{key}-{i}".encode(), lambda r, mid, key=key: ids.__setitem__(key, mid),
+                            partition_key=key)
+    producer.flush()
+    producer.close()
+    compact_and_wait(broker, topic)
+    got = read_all(client, topic, compacted=True)
+    assert sorted((m.partition_key(), m.data()) for m in got) == sorted(
+        (f"k{k}", f"k{k}-{max(i for i in range(100) if i % 7 == k)}".encode()) for k in range(7))
+    assert {m.partition_key(): str(m.message_id()) for m in got} == {k: str(v) for k, v in ids.items()}

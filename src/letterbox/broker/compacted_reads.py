@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from letterbox.broker.compaction_entries import keyed_messages
+from letterbox.broker.compaction_entries import compacted_out_mask, keyed_messages
+from letterbox.storage.ack_ranges import to_ack_set_words
 
 if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
@@ -55,3 +56,19 @@ def last_compacted_id(sub: Subscription) -> tuple[int, int] | None:
         return None
     messages = keyed_messages(last.data)
     return last.entry_id, messages[-1].index if messages else -1
+
+
+def compacted_ack_set(sub: Subscription, entry: Entry, ack_set: list[int] | None) -> list[int] | None:
+    """The ack set to send with an entry of the view: the cursor's, with the messages the
+    view marked compacted_out counted as acknowledged (the official clients skip acked
+    batch indexes; Java clients skip compacted_out ones too)."""
+    view = sub.topic.service.compactor.views.horizon(sub.topic.ledger.ledger_id)
+    if view is None or entry.entry_id > view.horizon or entry.num_messages < 2:
+        return ack_set
+    size, out = compacted_out_mask(entry.data)
+    if not out:
+        return ack_set
+    acked = out
+    for index in sub.cursor.acked_indexes(entry.entry_id):
+        acked |= 1 << index
+    return to_ack_set_words(size, acked)

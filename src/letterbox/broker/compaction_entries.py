@@ -70,3 +70,18 @@ def compacted_copy(entry: Entry, keep: set[int]) -> Entry | None:
     new_meta.ClearField("uncompressed_size")
     data = build_headers_and_payload(new_meta, build_batch_payload(rebuilt))
     return Entry(entry.position, data, entry.num_messages, entry.publish_time)
+
+
+def compacted_out_mask(data: bytes) -> tuple[int, int]:
+    """(batch size, bit mask of the messages marked compacted_out); (1, 0) for an entry that
+    is not a batch."""
+    parsed = parse_headers_and_payload(data)
+    meta = parsed.metadata
+    if not meta.HasField("num_messages_in_batch"):
+        return 1, 0
+    raw = decompress(meta.compression, bytes(parsed.payload), declared_size(meta))
+    mask = 0
+    for index, (single, _) in enumerate(iter_single_messages(raw, meta.num_messages_in_batch)):
+        if single.compacted_out:
+            mask |= 1 << index
+    return meta.num_messages_in_batch, mask

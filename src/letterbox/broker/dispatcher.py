@@ -22,7 +22,7 @@ import asyncio
 import bisect
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.compacted_reads import compacted_entry, read_compacted
+from letterbox.broker.compacted_reads import compacted_ack_set, compacted_entry, read_compacted
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
@@ -203,7 +203,10 @@ class Dispatcher:
     def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
         eid = entry.position.entry_id
         sub.tracker.on_send(eid)
-        target.send_entry(entry, sub.cursor.redelivery_count(eid), sub.cursor.batch_ack_set(eid))
+        ack_set = sub.cursor.batch_ack_set(eid)
+        if sub.read_compacted:  # messages the compacted view left out count as acked
+            ack_set = compacted_ack_set(sub, entry, ack_set)
+        target.send_entry(entry, sub.cursor.redelivery_count(eid), ack_set)
 
     # --- selection hooks (Key_Shared overrides them) --------------------------
     def _new_round(self) -> Any:

@@ -12,6 +12,7 @@ import click
 from letterbox.auth_flags import current_auth
 from letterbox.cli import (
     admin_attempts,  # noqa: F401  (registers `topics attempts`)
+    admin_compaction,  # registers `topics compact` / `compaction-status`
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
 )
@@ -244,3 +245,4 @@ def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> No
 
 
 admin_permissions.register(namespaces)
+admin_compaction.register(namespaces)
