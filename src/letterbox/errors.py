@@ -89,3 +89,7 @@ class PersistenceError(LetterboxError):
 
 class ChecksumError(LetterboxError):
     code = ServerError.ChecksumError
+
+
+class IncompatibleSchema(LetterboxError):
+    code = ServerError.IncompatibleSchema

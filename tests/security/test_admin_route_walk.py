@@ -26,6 +26,7 @@ SAMPLE = {
     "domain": "persistent", "tenant": "acme", "namespace": "orders", "topic": "t", "subscription": "s",
     "n": "1", "timestamp": "0", "seconds": "1", "ledgerId": "1", "entryId": "0", "cluster": "standalone",
     "role": "someone", "file": "app.js", "taskId": "0123456789abcdef", "messageId": "1:0:-1:-1",
+    "version": "0",
 }
 
 

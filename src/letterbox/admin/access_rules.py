@@ -11,9 +11,11 @@
 #                 clock (read and advance, for tests);
 #   TENANT_ADMIN  a super user or an admin role of the {tenant} in the path
 #                 (namespaces, policies, permissions, topic create/delete,
-#                 redrive and purge, compaction trigger and status);
+#                 redrive and purge, compaction trigger and status, schema
+#                 upload/delete and schemaCompatibilityStrategy);
 #   LOOKUP        produce or consume on the topic in the path (HTTP lookup,
-#                 partition metadata, topic stats: Pulsar's LOOKUP / GET_STATS);
+#                 partition metadata, topic stats, schema reads: Pulsar's LOOKUP /
+#                 GET_STATS / GET_SCHEMA);
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
@@ -45,7 +47,8 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff", "/compactionThreshold")
+                "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy")
+_SCHEMAS = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 
 _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
@@ -88,12 +91,18 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("POST", TOPIC_BASE + "/letterbox/purge"): A,
     ("PUT", TOPIC_BASE + "/compaction"): A,  # Pulsar's COMPACT topic operation
     ("GET", TOPIC_BASE + "/compaction"): A,
+    ("PUT", NAMESPACE_BASE + "/schemaCompatibilityStrategy"): A,  # pulsar-admin's method
+    ("POST", _SCHEMAS + "/schema"): A,  # schema upload and delete (Pulsar: tenant admin)
+    ("DELETE", _SCHEMAS + "/schema"): A,
     # lookup and consume
     ("GET", _LOOKUP_PATH): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/partitions"): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/stats"): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/partitioned-stats"): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/internalStats"): Access.LOOKUP,
+    ("GET", _SCHEMAS + "/schema"): Access.LOOKUP,  # schema reads (Pulsar's GET_SCHEMA)
+    ("GET", _SCHEMAS + "/schema/{version}"): Access.LOOKUP,
+    ("GET", _SCHEMAS + "/schemas"): Access.LOOKUP,
     ("GET", NS_BASE): Access.CONSUME,
     ("GET", NS_BASE + "/partitioned"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/topics"): Access.CONSUME,

@@ -56,6 +56,7 @@ class AdminServer(AdminContext):
             routes_namespace_policies,
             routes_permissions,
             routes_poison,
+            routes_schemas,
             routes_subscriptions,
             routes_tenants,
             routes_topics,
@@ -79,6 +80,7 @@ class AdminServer(AdminContext):
             routes_poison.register,
             routes_attempts.register,
             routes_compaction.register,  # topic compaction and compactionThreshold
+            routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)
         for register in registrars:

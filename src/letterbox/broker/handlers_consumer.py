@@ -11,6 +11,7 @@ from letterbox.broker.compacted_reads import last_compacted_id
 from letterbox.broker.consumer import Consumer
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.redelivery_policy import consumer_policy
+from letterbox.broker.schema_registry import SchemaVersion, is_typed
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.failure.consumer_properties import DLQ_INITIAL_SUBSCRIPTION, DLQ_TOPIC
@@ -78,6 +79,8 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
     if force:
         check_new_topic(service, name)
+    if c.HasField("schema") and is_typed(c.schema):  # the schema registry's check
+        service.schemas.check_consumer(name, SchemaVersion.from_pb(c.schema))
     topic = service.get_topic(name, create=force)
     ks = c.keySharedMeta if c.HasField("keySharedMeta") else None
     sticky = None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker import send_batch
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
+from letterbox.broker.schema_registry import SchemaVersion, is_typed, version_bytes
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
@@ -61,18 +62,20 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
         # creating a subscription is consuming (as Pulsar checks it)
         service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
     check_new_topic(service, name)
+    schema_version = b""
+    if c.HasField("schema") and is_typed(c.schema):  # the schema registry: refuses an incompatible one
+        schema_version = version_bytes(service.schemas.add(name, SchemaVersion.from_pb(c.schema))[0].version)
     topic = service.get_topic(name, create=True)
     user_named = bool(c.HasField("producer_name") and c.producer_name)
     pname = c.producer_name if user_named else service.new_producer_name()
     producer = Producer(cnx, pid, pname, topic, c.producer_access_mode, user_named)
     producer.metadata = {kv.key: kv.value for kv in c.metadata}
+    producer.schema_version = schema_version
     if isinstance(topic, PersistentTopic):
         producer.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(pname)
         if c.HasField("initial_subscription_name") and c.initial_subscription_name:
             check_new_subscription(topic, c.initial_subscription_name)
             topic.subscription_for(c.initial_subscription_name, True, "earliest", None)
-    if c.HasField("schema"):
-        service.put_schema(name, c.schema.SerializeToString())
     wait = topic.add_producer(producer, c.topic_epoch if c.HasField("topic_epoch") else None)
     if wait is None:
         cnx.producers[pid] = producer
@@ -99,7 +102,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
 
 
 def _success(cnx: ServerCnx, rid: int, p: Producer, ready: bool = True) -> bytes:
-    version = commands.schema_version(0) if cnx.service.get_schema(p.topic.name) else b""
+    version = p.schema_version
     epoch = p.topic_epoch if p.topic_epoch is not None else p.topic.topic_epoch
     return commands.producer_success(
         rid, p.name, p.highest_sequence_pushed, version, topic_epoch=epoch if ready else None,

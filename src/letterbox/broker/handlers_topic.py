@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.schema_registry import SchemaVersion, parse_version_bytes, version_bytes
 from letterbox.errors import InvalidTopicName, LetterboxError, ServerError, TopicNotFound
 from letterbox.protocol import commands, pb
 from letterbox.topic_name import TopicName
@@ -76,20 +77,29 @@ def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.getSchema
     name = TopicName.parse(c.topic)
     cnx.service.authorization.check_lookup(cnx.role, name)
-    schema = cnx.service.get_schema(name)
-    if schema is None:
-        raise TopicNotFound(f"Topic {name} does not have a schema")
-    parsed = pb.Schema()
-    parsed.ParseFromString(schema)
-    cnx.write(commands.get_schema_response(c.request_id, parsed, commands.schema_version(0)))
+    wanted = parse_version_bytes(c.schema_version) if c.HasField("schema_version") else None
+    found = cnx.service.schemas.get(name, wanted)
+    if found is None:
+        what = "a schema" if wanted is None else f"schema version {wanted}"
+        raise TopicNotFound(f"Topic {name} does not have {what}")
+    cnx.write(commands.get_schema_response(c.request_id, found.to_pb(), version_bytes(found.version)))
 
 
 def handle_get_or_create_schema(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.getOrCreateSchema
     name = TopicName.parse(c.topic)
     cnx.service.authorization.check_produce(cnx.role, name)  # it may set the topic's schema
-    cnx.service.put_schema(name, c.schema.SerializeToString())
-    cnx.write(commands.get_or_create_schema_response(c.request_id, commands.schema_version(0)))
+    version, write = cnx.service.schemas.add(name, SchemaVersion.from_pb(c.schema))
+    rid = c.request_id
+    if write is None:
+        cnx.write(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
+        return
+
+    async def stored() -> None:
+        await write
+        cnx.write(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
+
+    cnx.spawn(stored(), rid)
 
 
 HANDLERS: dict[int, Any] = {

@@ -33,6 +33,7 @@ class Producer:
     msg_in: int = 0
     bytes_in: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
+    schema_version: bytes = b""  # from the schema registry; empty for a producer without a schema
     # SENDs with their entry ids reserved, not yet submitted to storage (send_batch.py)
     unsubmitted: list[Pending] = field(default_factory=list)
     closed: bool = False

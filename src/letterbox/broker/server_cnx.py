@@ -254,6 +254,8 @@ class ServerCnx(asyncio.Protocol):
             self.write(commands.partitioned_metadata_error(rid or 0, code, message))
         elif cmd.type == T.GET_SCHEMA:
             self.write(commands.get_schema_error(rid or 0, code, message))
+        elif cmd.type == T.GET_OR_CREATE_SCHEMA:
+            self.write(commands.get_or_create_schema_error(rid or 0, code, message))
         elif rid is not None:
             self.write(commands.error(rid, code, message))
         else:

@@ -23,6 +23,7 @@ from letterbox.broker.message_expiry import MessageExpiryMonitor
 from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.namespace_policies import NamespacePolicyCache
 from letterbox.broker.redrive_tasks import RedriveTasks
+from letterbox.broker.schema_registry import SchemaRegistry
 from letterbox.broker.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("letterbox")
 PARTITIONS_KEY = "partitions:"
-SCHEMA_KEY = "schema:"
 HOUSEKEEPING_SECONDS = 60.0
 
 
@@ -83,6 +83,7 @@ class BrokerService:
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
+        self.schemas = SchemaRegistry(self)  # schema versions per topic (broker/schema_registry.py)
         self.compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
         self.connections: set[ServerCnx] = set()
         self.connection_limiter = ConnectionLimiter(config)
@@ -272,16 +273,6 @@ class BrokerService:
             if topic.name.namespace_name == namespace:
                 names.add(key)
         return sorted(names)
-
-    def get_schema(self, name: TopicName) -> bytes | None:
-        value = self.store.get_metadata(SCHEMA_KEY + str(name.partitioned_parent))
-        return base64.b64decode(value) if value else None
-
-    def put_schema(self, name: TopicName, schema: bytes) -> None:
-        key = SCHEMA_KEY + str(name.partitioned_parent)
-        encoded = base64.b64encode(schema).decode()
-        if self.store.get_metadata(key) != encoded:
-            self.background(self.store.put_metadata(key, encoded))
 
     def background(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a fire-and-forget storage task, keeping a reference until it ends."""
