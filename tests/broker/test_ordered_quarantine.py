@@ -20,12 +20,13 @@ from tests.broker.test_consumer_property_errors import _broker_logged
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 
 KINDS = {"failover": pulsar.ConsumerType.Failover, "key_shared": pulsar.ConsumerType.KeyShared}
+TYPES = {**KINDS, "exclusive": pulsar.ConsumerType.Exclusive}
 PARK = {"letterbox.dlq.max_redeliveries": "3", "letterbox.dlq.on_key_failure": "park"}
 P = "/admin/v2/persistent/public/default/"
 
 
 def _subscribe(client: pulsar.Client, topic: str, kind: str) -> pulsar.Consumer:
-    return client.subscribe(topic, "s", consumer_type=KINDS[kind], properties=PARK,
+    return client.subscribe(topic, "s", consumer_type=TYPES[kind], properties=PARK,
                             initial_position=pulsar.InitialPosition.Earliest,
                             negative_ack_redelivery_delay_ms=20)
 
@@ -258,3 +259,43 @@ def test_namespace_policy_parks_on_ordered_subscriptions_only(broker: BrokerProc
     assert dead_f == [("A3", "max-redeliveries")] + [(a, "parked-behind") for a in _a(4, 10)]
     assert [m.data().decode() for m in read_topic(client, f"{topic}-sh-DLQ")] == ["A3"]
 
+
+
+def test_terminate_poisons_its_key_and_a_purge_releases_it(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = f"persistent://public/default/oq-term-{uuid.uuid4().hex[:6]}"
+    short = topic.rsplit("/", 1)[1]
+    base = broker.admin_url
+    consumer = _subscribe(client, topic, "exclusive")
+    _produce(client, topic, 1, 10, "AB")
+    acked: list[str] = []
+    while True:
+        try:
+            msg = consumer.receive(2000)
+        except pulsar.Timeout:
+            break
+        body = msg.data().decode()
+        if body == "A3":  # PIP-372 terminate through the broker's move (what letterbox.client does)
+            mid = msg.message_id()
+            move = {"messageId": f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}:{mid.batch_index()}",
+                    "target": f"{topic}-s-DLQ", "deadLetterReason": "terminated"}
+            status, result = call(base, "POST", P + f"{short}/subscription/s/letterbox/move", json.dumps(move))
+            assert status == 200 and result["moved"], result
+        else:
+            consumer.acknowledge(msg)
+            acked.append(body)
+    assert _of("B", acked) == [f"B{i}" for i in range(1, 11)] and _of("A", acked) == _a(1, 2)
+    dead = read_topic(client, f"{topic}-s-DLQ")
+    assert [(m.data().decode(), m.properties()["DEAD_LETTER_REASON"]) for m in dead] == \
+        [("A3", "terminated")] + [(a, "parked-behind") for a in _a(4, 10)]
+    poisoned_id = dead[0].properties()["ORIGIN_MESSAGE_ID"]
+    assert _poisoned_keys(base, topic) == {"A": poisoned_id}
+
+    # purging the poisoned message releases the key; its parked messages stay dead letters
+    status, result = call(base, "POST", P + f"{short}-s-DLQ/letterbox/purge",
+                          json.dumps({"key": "A", "reason": "terminated"}))
+    assert status == 200 and result["purged"] == 1, result
+    _produce(client, topic, 11, 11, "A")
+    assert _work(consumer, set(), 2000) == ["A11"]
+    assert _poisoned_keys(base, topic) == {}
+    assert _live_dead_letters(base, topic) == 7
+    consumer.close()
