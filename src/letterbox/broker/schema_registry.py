@@ -12,7 +12,8 @@
 # carrying version n is never durable before version n is.
 # Compatibility (namespace policy schema_compatibility_strategy, Pulsar's
 # enum; unset: DEFAULT_STRATEGY, Pulsar's broker default): a schema equal to
-# a stored version (same type and definition) is that version; otherwise AVRO
+# a stored version (same type and definition, AVRO/JSON compared as parsed
+# JSON) is that version; otherwise AVRO
 # and JSON definitions are checked with Avro resolution (BACKWARD: the new
 # schema reads data of the latest version -- of every version for
 # *_TRANSITIVE; FORWARD: the other way; FULL: both); other types are
@@ -54,7 +55,18 @@ class SchemaVersion:
     timestamp: int = 0
 
     def same_schema(self, other: SchemaVersion) -> bool:
-        return self.type == other.type and self.data == other.data
+        """Same type and definition; AVRO/JSON definitions compare as JSON (whitespace and
+        key order do not make a new version: the Python client indents what it sends)."""
+        if self.type != other.type:
+            return False
+        if self.data == other.data:
+            return True
+        if self.type not in AVRO_TYPES:
+            return False
+        try:
+            return bool(json.loads(self.data) == json.loads(other.data))
+        except ValueError:
+            return False
 
     def to_pb(self) -> pb.Schema:
         props = [pb.KeyValue(key=k, value=v) for k, v in sorted(self.properties.items())]

@@ -15,6 +15,7 @@ from letterbox.cli import (
     admin_compaction,  # registers `topics compact` / `compaction-status`
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
+    admin_schemas,
 )
 from letterbox.cli.admin_clock import clock
 from letterbox.cli.admin_topics import topics
@@ -246,3 +247,4 @@ def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> No
 
 admin_permissions.register(namespaces)
 admin_compaction.register(namespaces)
+admin_schemas.register(admin, namespaces)  # `admin schemas ...` and the schema compatibility strategy
