@@ -207,3 +207,56 @@ def test_schema_versions_survive_a_restart(broker_factory: Any, tmp_path: Any) -
     with pytest.raises(pulsar.IncompatibleSchema):  # the strategy and the versions came back
         client.create_producer(topic, schema=AvroSchema(_user_required_extra()))
     client.close()
+
+
+def test_asyncio_client_gets_versions_and_incompatible_schema(broker: BrokerProcess, namespace: str) -> None:
+    import asyncio
+
+    import pulsar.asyncio as pa
+
+    set_strategy(broker, namespace, "BACKWARD")
+    topic = f"persistent://{namespace}/async-users"
+    user_v2 = _user_v2()
+
+    async def scenario() -> tuple[list[int], list[str], pulsar.Result]:
+        client = pa.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            p1 = await client.create_producer(topic, schema=JsonSchema(UserV1))
+            await p1.send(UserV1(name="ada", age=36))
+            p2 = await client.create_producer(topic, schema=JsonSchema(user_v2))
+            await p2.send(user_v2(name="bob", age=41, email="b@x"))
+            try:
+                await client.create_producer(topic, schema=JsonSchema(_user_required_extra()))
+                refused = pulsar.Result.Ok
+            except pa.PulsarException as exc:
+                refused = exc.error()
+            consumer = await client.subscribe(topic, "async-readers", schema=JsonSchema(user_v2),
+                                              initial_position=EARLIEST)
+            got = [await consumer.receive() for _ in range(2)]
+            return [version_of(m) for m in got], [m.value().name for m in got], refused
+        finally:
+            await client.close()
+
+    versions, names, refused = asyncio.run(scenario())
+    assert versions == [0, 1] and names == ["ada", "bob"]
+    assert refused == pulsar.Result.IncompatibleSchema
+
+
+def test_partitions_share_their_topics_versions(broker: BrokerProcess, pclient: pulsar.Client, namespace: str) -> None:
+    set_strategy(broker, namespace, "BACKWARD")
+    status, body = call(broker.admin_url, "PUT", f"/admin/v2/persistent/{namespace}/parts/partitions", "3")
+    assert status == 204, body
+    topic = f"persistent://{namespace}/parts"
+    user_v2 = _user_v2()
+    p1 = pclient.create_producer(topic, schema=AvroSchema(UserV1))
+    for i in range(3):
+        p1.send(UserV1(name=f"v1-{i}", age=i), partition_key=str(i))
+    p2 = pclient.create_producer(topic, schema=AvroSchema(user_v2))
+    for i in range(3):
+        p2.send(user_v2(name=f"v2-{i}", age=i, email="e"), partition_key=str(i))
+    consumer = pclient.subscribe(topic, "all", schema=AvroSchema(user_v2), initial_position=EARLIEST)
+    got = {m.value().name: version_of(m) for m in (consumer.receive(10_000) for _ in range(6))}
+    assert got == {**{f"v1-{i}": 0 for i in range(3)}, **{f"v2-{i}": 1 for i in range(3)}}
+    assert [v["version"] for v in all_versions(broker, f"{namespace}/parts")["getSchemaResponses"]] == [0, 1]
+    for c in (consumer, p1, p2):
+        c.close()
