@@ -221,3 +221,19 @@ def test_batches_keep_their_latest_messages(broker: BrokerProcess, client: pulsa
     assert sorted((m.partition_key(), m.data()) for m in got) == sorted(
         (f"k{k}", f"k{k}-{max(i for i in range(100) if i % 7 == k)}".encode()) for k in range(7))
     assert {m.partition_key(): str(m.message_id()) for m in got} == {k: str(v) for k, v in ids.items()}
+
+
+def test_every_key_removed_gives_an_empty_view(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """All keys tombstoned: a compacted reader has nothing available (GetLastMessageId answers
+    entry -1), and a TableView starts empty instead of waiting forever."""
+    topic = _topic()
+    assert produce_keyed(client, topic, 10, 2, 2) == {}
+    compact_and_wait(broker, topic)
+    assert read_all(client, topic, compacted=True) == []
+    table = client.create_table_view(f"persistent://public/default/{topic}")
+    try:
+        seen: dict[str, bytes] = {}
+        table.for_each(lambda key, value: seen.__setitem__(key, value))
+        assert seen == {}
+    finally:
+        table.close()

@@ -45,15 +45,16 @@ def compacted_entry(sub: Subscription, entry_id: int) -> Entry | None:
 def last_compacted_id(sub: Subscription) -> tuple[int, int] | None:
     """(entry id, batch index) of the last message a read_compacted subscription can get,
     when nothing was published after the horizon (Pulsar answers GetLastMessageId from
-    the compacted view then); None: the ledger's last entry answers."""
+    the compacted view then, entry -1 for an empty view); None: the ledger's last entry
+    answers."""
     compactor = sub.topic.service.compactor
     ledger = sub.topic.ledger
     view = compactor.views.horizon(ledger.ledger_id)
     if view is None or ledger.last_confirmed.entry_id > view.horizon:
         return None
     last = compactor.views.last(ledger.ledger_id, view)
-    if last is None:
-        return None
+    if last is None:  # every key removed: entry -1, which the clients read as "nothing to read"
+        return -1, -1
     messages = keyed_messages(last.data)
     return last.entry_id, messages[-1].index if messages else -1
 

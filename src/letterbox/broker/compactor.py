@@ -83,6 +83,16 @@ class Compactor:
         finally:
             self._running.pop(name, None)
 
+    async def topic_deleted(self, topic: str, ledger_id: int) -> None:
+        """The topic is being deleted: stop its run, forget its status and its view pointer
+        (the view's rows go with the ledger)."""
+        task = self._running.get(topic)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._status.pop(topic, None)
+        await self.views.forget(ledger_id)
+
     # ---- the run ----
 
     async def compact(self, topic: PersistentTopic) -> CompactedHorizon:

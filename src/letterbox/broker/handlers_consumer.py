@@ -76,6 +76,8 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         # The official client raises a bare NotAllowedError; the reason is in its log and here.
         log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)
         raise
+    if c.read_compacted and c.subType not in (pb.CommandSubscribe.Exclusive, pb.CommandSubscribe.Failover):
+        raise NotAllowed("Read compacted is only allowed on Exclusive and Failover subscriptions (and readers)")
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
     if force:
         check_new_topic(service, name)
@@ -121,8 +123,6 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         start = _start_entry(topic, c.start_message_id)
     if durable:
         check_new_subscription(topic, c.subscription)
-    if c.read_compacted and c.subType not in (pb.CommandSubscribe.Exclusive, pb.CommandSubscribe.Failover):
-        raise NotAllowed("Read compacted is only allowed on Exclusive and Failover subscriptions (and readers)")
     sub = topic.subscription_for(c.subscription, durable, initial, start)
     sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
     try:

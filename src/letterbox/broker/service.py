@@ -332,6 +332,9 @@ class BrokerService:
             topic.close_clients()
             self.topics.pop(key, None)
         if name.persistent:
+            ledger = self.store.get_ledger(key)
+            if ledger is not None:
+                await self.compactor.topic_deleted(key, ledger.ledger_id)
             await self.store.delete_ledger(key)
 
     async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:
