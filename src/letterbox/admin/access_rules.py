@@ -12,10 +12,11 @@
 #   TENANT_ADMIN  a super user or an admin role of the {tenant} in the path
 #                 (namespaces, policies, permissions, topic create/delete,
 #                 redrive and purge, compaction trigger and status, schema
-#                 upload/delete and schemaCompatibilityStrategy);
+#                 upload/delete and schemaCompatibilityStrategy, unload,
+#                 terminate, trim);
 #   LOOKUP        produce or consume on the topic in the path (HTTP lookup,
-#                 partition metadata, topic stats, schema reads: Pulsar's LOOKUP /
-#                 GET_STATS / GET_SCHEMA);
+#                 partition metadata, topic stats, internal stats, last message
+#                 id, schema reads: Pulsar's LOOKUP / GET_STATS / GET_SCHEMA);
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
@@ -94,6 +95,10 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("PUT", NAMESPACE_BASE + "/schemaCompatibilityStrategy"): A,  # pulsar-admin's method
     ("POST", _SCHEMAS + "/schema"): A,  # schema upload and delete (Pulsar: tenant admin)
     ("DELETE", _SCHEMAS + "/schema"): A,
+    ("PUT", TOPIC_BASE + "/unload"): A,  # Pulsar's UNLOAD / TERMINATE / TRIM topic operations
+    ("POST", TOPIC_BASE + "/terminate"): A,
+    ("POST", TOPIC_BASE + "/terminate/partitions"): A,
+    ("POST", TOPIC_BASE + "/trim"): A,
     # lookup and consume
     ("GET", _LOOKUP_PATH): Access.LOOKUP,
     ("GET", TOPIC_BASE + "/partitions"): Access.LOOKUP,
@@ -103,6 +108,8 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", _SCHEMAS + "/schema"): Access.LOOKUP,  # schema reads (Pulsar's GET_SCHEMA)
     ("GET", _SCHEMAS + "/schema/{version}"): Access.LOOKUP,
     ("GET", _SCHEMAS + "/schemas"): Access.LOOKUP,
+    ("GET", TOPIC_BASE + "/partitioned-internalStats"): Access.LOOKUP,
+    ("GET", TOPIC_BASE + "/lastMessageId"): Access.LOOKUP,  # Pulsar: GET_STATS
     ("GET", NS_BASE): Access.CONSUME,
     ("GET", NS_BASE + "/partitioned"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/topics"): Access.CONSUME,

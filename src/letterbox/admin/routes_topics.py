@@ -16,6 +16,7 @@ from letterbox.admin.request_parsing import (
     query_flag,
     topic_name,
 )
+from letterbox.admin.routes_topic_ops import add_subscriptions_to_new_partitions
 from letterbox.admin.stats import empty_topic_stats, internal_stats
 from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.service import PARTITIONS_KEY
@@ -131,6 +132,7 @@ class TopicRoutes:
             )
         await self.service.create_partitioned_topic(name, count)
         self._open_partitions(name, current, count)
+        await add_subscriptions_to_new_partitions(self.service, name, current, count)
         await self.service.store.barrier()
         return no_content()
 

@@ -59,6 +59,7 @@ class AdminServer(AdminContext):
             routes_schemas,
             routes_subscriptions,
             routes_tenants,
+            routes_topic_ops,
             routes_topics,
         )
         from letterbox.admin.console import routes as console_routes
@@ -81,6 +82,7 @@ class AdminServer(AdminContext):
             routes_attempts.register,
             routes_compaction.register,  # topic compaction and compactionThreshold
             routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
+            routes_topic_ops.register,  # unload, terminate, lastMessageId, trim, partitioned-internalStats
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)
         for register in registrars:

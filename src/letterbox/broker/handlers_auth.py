@@ -46,6 +46,7 @@ def handle_connect(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.connect
     cnx.protocol_version = min(c.protocol_version, commands.PROTOCOL_VERSION)
     cnx.supports_auth_refresh = c.HasField("feature_flags") and c.feature_flags.supports_auth_refresh
+    cnx.client_version = c.client_version
     auth = cnx.service.authentication
     if not auth.enabled:
         _connected(cnx)

@@ -18,6 +18,7 @@ from letterbox.broker.namespace_limits import check_new_subscription, check_new_
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.schema_registry import SchemaVersion, is_typed, version_bytes
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
+from letterbox.broker.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
 from letterbox.protocol.framing import parse_send_payload
@@ -66,6 +67,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     if c.HasField("schema") and is_typed(c.schema):  # the schema registry: refuses an incompatible one
         schema_version = version_bytes(service.schemas.add(name, SchemaVersion.from_pb(c.schema))[0].version)
     topic = service.get_topic(name, create=True)
+    refuse_producer(topic)  # a terminated topic takes no producer (TopicTerminatedError)
     user_named = bool(c.HasField("producer_name") and c.producer_name)
     pname = c.producer_name if user_named else service.new_producer_name()
     producer = Producer(cnx, pid, pname, topic, c.producer_access_mode, user_named)
@@ -195,6 +197,10 @@ def _publish(
         cnx.write(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
         return
     assert isinstance(topic, PersistentTopic)
+    if topic.terminated is not None:  # a SEND that raced the termination
+        _in_order(producer, lambda: cnx.write(commands.send_error(
+            pid, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")))
+        return
     if topic.deduplication_enabled() and seq <= producer.highest_sequence_pushed:
         _chain(cnx, producer, None, seq, highest)
         return

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
+from letterbox.broker import topic_termination
 from letterbox.broker.compactor import Compactor
 from letterbox.broker.connection_guard import ConnectionLimiter
 from letterbox.broker.dead_letter_rate import DeadLetterRate
@@ -336,6 +337,7 @@ class BrokerService:
             if ledger is not None:
                 await self.compactor.topic_deleted(key, ledger.ledger_id)
             await self.store.delete_ledger(key)
+            await topic_termination.forget(self.store, name)
 
     async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:
         n = self.partitions_of(name)

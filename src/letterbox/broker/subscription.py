@@ -17,6 +17,7 @@ from letterbox.broker.dispatcher import Dispatcher
 from letterbox.broker.dispatchers import make_dispatcher
 from letterbox.broker.key_quarantine import KeyQuarantine
 from letterbox.broker.redelivery_tracker import RedeliveryTracker
+from letterbox.broker.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
 if TYPE_CHECKING:
@@ -110,6 +111,8 @@ class Subscription:
         d.add_consumer(consumer)
         consumer.subscription = self
         d.schedule()
+        if self.topic.terminated is not None:
+            notify_end_of_topic(self)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         d = self.dispatcher
@@ -170,6 +173,8 @@ class Subscription:
     def _after_ack(self) -> None:
         self.dispatcher.on_acked()
         self.topic.on_cursor_moved()
+        if self.topic.terminated is not None:
+            notify_end_of_topic(self)
 
     def _batch_size(self, consumer: Consumer, entry_id: int) -> int:
         n = consumer.pending.get(entry_id)

@@ -9,6 +9,7 @@ import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
+from letterbox.broker import topic_termination
 from letterbox.broker.dispatchers import make_dispatcher
 from letterbox.broker.memory_cursor import MemoryCursor
 from letterbox.broker.producer import (
@@ -46,6 +47,8 @@ class Topic:
         self.schema: bytes | None = None
         # raised each time an exclusive producer takes the topic (kept in memory only)
         self.topic_epoch: int | None = None
+        # the last position of a terminated topic (broker/topic_termination.py), else None
+        self.terminated: Position | None = None
 
     def add_producer(self, producer: Producer, client_epoch: int | None = None) -> asyncio.Future[None] | None:
         """Attach a producer. Returns a future when it must wait for exclusivity.
@@ -146,6 +149,7 @@ class PersistentTopic(Topic):
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
+        self.terminated = topic_termination.load(service.store, name)
         self.refresh_policies()
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():

@@ -16,6 +16,7 @@ from letterbox.cli import (
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
     admin_schemas,
+    admin_topic_ops,  # noqa: F401  (registers `topics unload|terminate|trim-topic|...`)
 )
 from letterbox.cli.admin_clock import clock
 from letterbox.cli.admin_topics import topics
