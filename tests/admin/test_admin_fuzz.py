@@ -23,7 +23,7 @@ SEED = 20261123
 VALID = {"domain": "persistent", "tenant": "fz", "namespace": "ns", "topic": "t", "subscription": "s",
          "cluster": "standalone", "role": "alice", "n": "1", "seconds": "0", "timestamp": "0",
          "ledgerId": "0", "entryId": "0", "messageId": "0:0:-1:-1", "taskId": "0123456789abcdef",
-         "file": "app.js"}
+         "file": "app.js", "version": "0"}
 NAME_VARS = ("tenant", "namespace", "topic", "subscription", "cluster", "role")
 INT_VARS = ("n", "seconds", "timestamp", "ledgerId", "entryId")
 # names as they appear in the URL (already percent-encoded where needed)
