@@ -114,13 +114,9 @@ def test_task_ids_bad_unknown_and_cancel(broker: BrokerProcess, client: Any) -> 
     assert call(base, "GET", f"{P}/subonly-S1-DLQ/letterbox/redrive/{tid}")[0] in (404,)
 
 
-def test_task_resumes_after_kill_9(broker_factory: Any, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    b = broker_factory(data)
-    base = b.admin_url
-    topic, dlq, n = "resumed", "resumed-S1-DLQ", 150
+def _dead_letters_of_s1(base: str, url: str, topic: str, dlq: str, n: int) -> None:
     two_subscriptions(base, topic)
-    client = pulsar.Client(b.url, logger=_quiet_logger())
+    client = pulsar.Client(url, logger=_quiet_logger())
     client.subscribe(T + topic, "S1", properties=DLQ_POLICY).close()  # S1's dead-letter policy
     producer = client.create_producer(T + topic, batching_enabled=False)
     for i in range(n):
@@ -130,13 +126,23 @@ def test_task_resumes_after_kill_9(broker_factory: Any, tmp_path: Path) -> None:
     assert wait_until(lambda: len(live_dead_letters(base, dlq, True)) == n, 30)
     assert backlog(base, topic, "S2") == n
 
+
+def _interrupted_task_finishes(broker_factory: Any, tmp_path: Path, topic: str, kill: bool) -> None:
+    data = tmp_path / "data"
+    b = broker_factory(data)
+    base = b.admin_url
+    dlq, n = f"{topic}-S1-DLQ", 150
+    _dead_letters_of_s1(base, b.url, topic, dlq, n)
     status, task = call(base, "POST", f"{P}/{dlq}/letterbox/redrive",
                         json.dumps({"subscriptionOnly": True, "background": True, "ratePerSecond": 10}))
     assert status == 202, task
     tid = task["taskId"]
     url = f"{P}/{dlq}/letterbox/redrive/{tid}"
     assert wait_until(lambda: call(base, "GET", url)[1]["moved"] >= 30, 30)
-    b.kill()  # kill -9 in the middle of the task
+    if kill:
+        b.kill()  # kill -9 in the middle of the task
+    else:
+        assert b.stop() == 0  # a clean stop pauses the task; it is not cancelled
 
     b2 = broker_factory(data)
     base = b2.admin_url
@@ -151,6 +157,14 @@ def test_task_resumes_after_kill_9(broker_factory: Any, tmp_path: Path) -> None:
     got = [m.data().decode() for m in drain(client, topic, "S1")]
     client.close()
     assert len(got) == n and sorted(got) == sorted(f"r{i}" for i in range(n))  # no duplicate, no loss
+
+
+def test_task_resumes_after_kill_9(broker_factory: Any, tmp_path: Path) -> None:
+    _interrupted_task_finishes(broker_factory, tmp_path, "resumed", kill=True)
+
+
+def test_task_resumes_after_a_clean_stop(broker_factory: Any, tmp_path: Path) -> None:
+    _interrupted_task_finishes(broker_factory, tmp_path, "paused", kill=False)
 
 
 def test_subscription_only_on_a_partitioned_source(broker: BrokerProcess, client: Any) -> None:
