@@ -94,3 +94,40 @@ def test_broker_refuses_read_compacted_on_shared(broker: BrokerProcess) -> None:
         assert raw.expect(pb.BaseCommand.SUCCESS).command.success.request_id == 8
     finally:
         raw.close()
+
+
+def test_compacted_reader_and_consumer_with_pulsar_asyncio(broker: BrokerProcess, client: pulsar.Client) -> None:
+    import asyncio
+
+    import pulsar.asyncio as pulsar_asyncio
+
+    from tests.conftest import _quiet_logger
+
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    latest = produce_keyed(client, topic, 500, 25, 5)
+    compact_and_wait(broker, topic)
+
+    async def run() -> None:
+        aclient = pulsar_asyncio.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            reader = await aclient.create_reader(full, pulsar.MessageId.earliest, is_read_compacted=True)
+            seen = {}
+            while await reader.has_message_available():
+                msg = await reader.read_next()
+                seen[msg.partition_key()] = msg.data()
+            assert seen == latest
+            await reader.close()
+            consumer = await aclient.subscribe(full, "async-view", is_read_compacted=True,
+                                               initial_position=pulsar.InitialPosition.Earliest)
+            got = {}
+            for _ in range(len(latest)):
+                msg = await asyncio.wait_for(consumer.receive(), 20)
+                got[msg.partition_key()] = msg.data()
+                await consumer.acknowledge(msg)
+            assert got == latest
+            await consumer.close()
+        finally:
+            await aclient.close()
+
+    asyncio.run(run())
