@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
     from letterbox.topic_name import TopicName
 
+log = logging.getLogger("letterbox.schemas")
 SCHEMAS_KEY = "schemas:"
 LEGACY_KEY = "schema:"
 STRATEGY_POLICY = "schema_compatibility_strategy"
@@ -219,7 +221,17 @@ class SchemaRegistry:
                               schema.timestamp or int(time.time() * 1000))
         topic.versions.append(added)
         topic.next += 1
-        return added, self._persist(name, topic)
+        write = self._persist(name, topic)
+
+        def forget_if_lost(f: asyncio.Future[None]) -> None:
+            # not stored (a storage fault): the version must not outlive this broker's memory either
+            if (f.cancelled() or f.exception() is not None) and added in topic.versions:
+                topic.versions.remove(added)
+                log.warning("schema version %d of %s was not stored (%s): dropped", added.version, name,
+                            "cancelled" if f.cancelled() else f.exception())
+
+        write.add_done_callback(forget_if_lost)
+        return added, write
 
     def check_consumer(self, name: TopicName, schema: SchemaVersion) -> Awaitable[None] | None:
         """A consumer's schema: equal to a version, or able to read what the strategy says;
@@ -239,7 +251,7 @@ class SchemaRegistry:
         gone, topic.versions = topic.versions, []
         return gone, self._persist(name, topic)
 
-    def _persist(self, name: TopicName, topic: _TopicSchemas) -> Awaitable[None]:
+    def _persist(self, name: TopicName, topic: _TopicSchemas) -> asyncio.Future[None]:
         key = str(name.partitioned_parent)
         doc = json.dumps({"next": topic.next, "versions": [v.to_json() for v in topic.versions]})
         store = self.service.store
