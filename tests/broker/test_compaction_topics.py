@@ -131,3 +131,22 @@ def test_compacted_reader_and_consumer_with_pulsar_asyncio(broker: BrokerProcess
             await aclient.close()
 
     asyncio.run(run())
+
+
+def test_durable_compacted_subscription_acknowledges_cumulatively(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    latest = produce_keyed(client, topic, 200, 10, 0)
+    compact_and_wait(broker, topic)
+    consumer = client.subscribe(full, "durable-view", is_read_compacted=True,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    msgs = [consumer.receive(timeout_millis=20_000) for _ in range(len(latest))]
+    assert {m.partition_key(): m.data() for m in msgs} == latest
+
+    def backlog() -> int:
+        return int(call(broker.admin_url, "GET", P + topic + "/stats")[1]["subscriptions"]["durable-view"]["msgBacklog"])
+
+    assert backlog() == 200  # the left-out messages are still unacknowledged in it
+    consumer.acknowledge_cumulative(msgs[-1])
+    assert wait_until(lambda: backlog() == 0)
+    consumer.close()
