@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker import avro_resolution as avro
-from letterbox.errors import IncompatibleSchema
+from letterbox.errors import IncompatibleSchema, NotAllowed
 from letterbox.protocol import pb
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def version_bytes(version: int) -> bytes:
 
 def parse_version_bytes(raw: bytes) -> int:
     if len(raw) != 8:
-        raise IncompatibleSchema(f"schema version must be 8 bytes (a big-endian long), got {len(raw)}")
+        raise NotAllowed(f"schema version must be 8 bytes (a big-endian long), got {len(raw)}")
     return int.from_bytes(raw, "big", signed=True)
 
 
