@@ -118,3 +118,24 @@ def test_strategy_policy_values_and_errors(broker: BrokerProcess, ns: str) -> No
     assert call(broker.admin_url, "GET", path)[0] == 204
     assert call(broker.admin_url, "POST", "/admin/v2/namespaces/public/nope/schemaCompatibilityStrategy",
                 '"FULL"')[0] == 404
+
+
+def test_transitive_strategies_check_every_version(broker: BrokerProcess, ns: str) -> None:
+    """v1 {name}, v2 adds optional `email`, v3 makes `email` required: v3 reads v2's data
+    (BACKWARD accepts it) but not v1's, which has no email (BACKWARD_TRANSITIVE refuses it)."""
+    def rec(*fields: dict[str, object]) -> str:
+        return json.dumps({"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
+                                                                         *fields]})
+
+    v1 = rec()
+    v2 = rec({"name": "email", "type": ["null", "string"], "default": None})
+    v3 = rec({"name": "email", "type": ["null", "string"]})
+    path = f"/admin/v2/namespaces/{ns}/schemaCompatibilityStrategy"
+    for strategy, topic, expected in (("BACKWARD", "plain", 200), ("BACKWARD_TRANSITIVE", "transitive", 409)):
+        assert call(broker.admin_url, "POST", path, json.dumps(strategy))[0] == 204
+        assert upload(broker, f"{ns}/{topic}", v1)[0] == 200
+        assert upload(broker, f"{ns}/{topic}", v2)[0] == 200
+        status, body = upload(broker, f"{ns}/{topic}", v3)
+        assert status == expected, body
+        if status == 409:
+            assert "BACKWARD_TRANSITIVE" in body["reason"] and "version 0" in body["reason"]
