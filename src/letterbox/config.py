@@ -36,6 +36,11 @@ class ConfigError(ValueError):
     """A setting has a value that cannot be used; the message names the setting."""
 
 
+# Pulsar's SchemaCompatibilityStrategy values (UNDEFINED: the broker's default applies)
+SCHEMA_COMPATIBILITY_STRATEGIES = ("UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD",
+                                   "FULL", "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
+
+
 @dataclass
 class BrokerConfig:
     data_dir: Path = field(default_factory=lambda: Path("data"))
@@ -108,6 +113,8 @@ class BrokerConfig:
     # --- topic compaction (broker/compactor.py) ---
     compaction_chunk_entries: int = 1000  # entries read, and view rows written, per step
     compaction_monitor_interval_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
+    # --- schema registry (broker/schema_registry.py) ---
+    schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy: namespaces without a policy
 
     def validate(self) -> BrokerConfig:
         for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):
@@ -141,6 +148,10 @@ class BrokerConfig:
         if not 1 <= self.compaction_monitor_interval_seconds <= 86_400:
             raise ConfigError("compaction_monitor_interval_seconds must be between 1 and 86400, "
                               f"got {self.compaction_monitor_interval_seconds}")
+        self.schema_compatibility_strategy = self.schema_compatibility_strategy.upper()
+        if self.schema_compatibility_strategy not in SCHEMA_COMPATIBILITY_STRATEGIES[1:]:
+            raise ConfigError(f"schema_compatibility_strategy must be one of "
+                              f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES[1:])}, got {self.schema_compatibility_strategy!r}")
         if not 1 <= self.attempt_log_size <= 1000:
             raise ConfigError(f"attempt_log_size must be between 1 and 1000, got {self.attempt_log_size}")
         self._validate_security()

@@ -260,3 +260,15 @@ def test_partitions_share_their_topics_versions(broker: BrokerProcess, pclient: 
     assert [v["version"] for v in all_versions(broker, f"{namespace}/parts")["getSchemaResponses"]] == [0, 1]
     for c in (consumer, p1, p2):
         c.close()
+
+
+def test_broker_default_strategy_applies_without_a_policy(broker_factory: Any) -> None:
+    b = broker_factory(env={"LETTERBOX_SCHEMA_COMPATIBILITY_STRATEGY": "always_incompatible"})
+    client = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    topic = "persistent://public/default/broker-default"
+    client.create_producer(topic, schema=AvroSchema(UserV1)).close()
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.create_producer(topic, schema=AvroSchema(_user_v2()))
+    set_strategy(b, "public/default", "BACKWARD")  # a namespace policy wins over the broker's default
+    client.create_producer(topic, schema=AvroSchema(_user_v2())).close()
+    client.close()

@@ -11,7 +11,8 @@
 # store's single writer before any producer learns the version, so a message
 # carrying version n is never durable before version n is.
 # Compatibility (namespace policy schema_compatibility_strategy, Pulsar's
-# enum; unset: DEFAULT_STRATEGY, Pulsar's broker default): a schema equal to
+# enum; unset or UNDEFINED: the broker's schema_compatibility_strategy,
+# FULL by default as Pulsar's): a schema equal to
 # a stored version (same type and definition, AVRO/JSON compared as parsed
 # JSON) is that version; otherwise AVRO
 # and JSON definitions are checked with Avro resolution (BACKWARD: the new
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker import avro_resolution as avro
+from letterbox.config import SCHEMA_COMPATIBILITY_STRATEGIES
 from letterbox.errors import IncompatibleSchema, NotAllowed
 from letterbox.protocol import pb
 
@@ -41,9 +43,7 @@ log = logging.getLogger("letterbox.schemas")
 SCHEMAS_KEY = "schemas:"
 LEGACY_KEY = "schema:"
 STRATEGY_POLICY = "schema_compatibility_strategy"
-STRATEGIES = ("UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
-              "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
-DEFAULT_STRATEGY = "FULL"
+STRATEGIES = SCHEMA_COMPATIBILITY_STRATEGIES
 AVRO_TYPES = (pb.Schema.Avro, pb.Schema.Json)
 
 
@@ -161,7 +161,7 @@ class SchemaRegistry:
         doc = self.service.namespace_policies.document(name.namespace_name) or {}
         value = doc.get(STRATEGY_POLICY)
         return value if isinstance(value, str) and value in STRATEGIES and value != "UNDEFINED" \
-            else DEFAULT_STRATEGY
+            else self.service.config.schema_compatibility_strategy
 
     # --- checks --------------------------------------------------------------------
     def incompatibility(self, name: TopicName, new: SchemaVersion, existing: list[SchemaVersion],

@@ -100,7 +100,7 @@ def set_strategy(a: AdminContext, namespace: str, compatibility: str) -> None:
 
 @admin_command(None, "get-schema-compatibility-strategy", "namespace", NAMESPACE)
 def get_strategy(a: AdminContext, namespace: str) -> None:
-    """Show NAMESPACE's schema compatibility strategy (UNDEFINED: the broker's default, FULL)."""
+    """Show NAMESPACE's schema compatibility strategy (UNDEFINED: the broker's schema_compatibility_strategy)."""
     result = a.client.request("GET", namespace_path(namespace) + "/schemaCompatibilityStrategy").json()
     value = result or "UNDEFINED"
     a.report(value, {"namespace": namespace, "schemaCompatibilityStrategy": value})

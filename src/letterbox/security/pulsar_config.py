@@ -35,6 +35,7 @@ PULSAR_KEYS: dict[str, str] = {
     "maxSubscriptionsPerTopic": "max_subscriptions_per_topic",
     "maxUnackedMessagesPerConsumer": "max_unacked_messages_per_consumer",
     "maxUnackedMessagesPerSubscription": "max_unacked_messages_per_subscription",
+    "schemaCompatibilityStrategy": "schema_compatibility_strategy",
     "tlsCertificateFilePath": "tls_certificate_file_path",
     "tlsKeyFilePath": "tls_key_file_path",
     "tlsTrustCertsFilePath": "tls_trust_certs_file_path",
