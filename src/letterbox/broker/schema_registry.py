@@ -25,7 +25,6 @@ import asyncio
 import base64
 import json
 import logging
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,8 +85,7 @@ class SchemaVersion:
 
     @classmethod
     def from_pb(cls, s: pb.Schema, version: int = -1) -> SchemaVersion:
-        return cls(version, int(s.type), s.name, bytes(s.schema_data),
-                   {kv.key: kv.value for kv in s.properties}, int(time.time() * 1000))
+        return cls(version, int(s.type), s.name, bytes(s.schema_data), {kv.key: kv.value for kv in s.properties})
 
 
 def version_bytes(version: int) -> bytes:
@@ -218,7 +216,7 @@ class SchemaRegistry:
         if reason is not None:
             raise IncompatibleSchema(f"Incompatible schema: {reason}")
         added = SchemaVersion(topic.next, schema.type, schema.name, schema.data, schema.properties,
-                              schema.timestamp or int(time.time() * 1000))
+                              schema.timestamp or self.service.clock.now_ms())
         topic.versions.append(added)
         topic.next += 1
         write = self._persist(name, topic)
