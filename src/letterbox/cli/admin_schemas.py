@@ -15,10 +15,10 @@ import click
 
 from letterbox.cli.http import AdminContext, admin_command
 from letterbox.cli.params import NAMESPACE, TOPIC, namespace_path, q
+from letterbox.config import SCHEMA_COMPATIBILITY_STRATEGIES
 from letterbox.topic_name import TopicName
 
-STRATEGIES = ("ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
-              "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE", "UNDEFINED")
+STRATEGIES = SCHEMA_COMPATIBILITY_STRATEGIES
 
 
 @click.group()
