@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 import pulsar
+import pytest
 
 from tests.admin.helpers import call
 from tests.broker.test_compaction import P, _topic, compact_and_wait, produce_keyed, read_all
@@ -150,3 +151,23 @@ def test_durable_compacted_subscription_acknowledges_cumulatively(broker: Broker
     consumer.acknowledge_cumulative(msgs[-1])
     assert wait_until(lambda: backlog() == 0)
     consumer.close()
+
+
+def test_refused_second_consumer_does_not_turn_compaction_off(broker: BrokerProcess, client: pulsar.Client) -> None:
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    latest = produce_keyed(client, topic, 500, 50, 0)
+    latest.update(produce_keyed(client, topic, 500, 1, 0))  # k0 500 times: the view has gaps
+    compact_and_wait(broker, topic)
+    first = client.subscribe(full, "only", is_read_compacted=True, receiver_queue_size=1,
+                             initial_position=pulsar.InitialPosition.Earliest)
+    got = [first.receive(timeout_millis=20_000)]
+    with pytest.raises(pulsar.ConsumerBusy):
+        client.subscribe(full, "only", initial_position=pulsar.InitialPosition.Earliest)
+    for _ in range(len(latest) - 1):
+        got.append(first.receive(timeout_millis=20_000))
+        first.acknowledge(got[-1])
+    assert {m.partition_key(): m.data() for m in got} == latest
+    with pytest.raises(pulsar.Timeout):
+        first.receive(timeout_millis=500)
+    first.close()

@@ -124,9 +124,9 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if durable:
         check_new_subscription(topic, c.subscription)
     sub = topic.subscription_for(c.subscription, durable, initial, start)
-    sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
     try:
-        sub.add_consumer(consumer, auto_split)
+        sub.add_consumer(consumer, auto_split)  # dispatches on the next loop turn, flag set by then
+        sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
         if policy is not None:
             sub.policy = policy  # PIP-22: the last created consumer's configuration wins
     except LetterboxError:
