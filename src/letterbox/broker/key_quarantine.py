@@ -66,7 +66,7 @@ class KeyQuarantine:
     def __init__(self, sub: Subscription) -> None:
         self.sub = sub
         self._out: dict[str, int] = {}
-        self._out_key: dict[int, str] = {}
+        self.out_entries: dict[int, str] = {}  # entry out -> its key (empty: nothing to settle)
         self._waiting: dict[str, list[int]] = {}
         self._waiting_count = 0
         self._keys: dict[int, str | None] = {}
@@ -107,7 +107,7 @@ class KeyQuarantine:
                           first_waiting=waiting[0] if waiting else None)
         if verdict is kq.Gate.ADMIT:
             self._out[key] = eid
-            self._out_key[eid] = key
+            self.out_entries[eid] = key
             return True
         if verdict is kq.Gate.WAIT:
             lst = self._waiting.setdefault(key, [])
@@ -155,7 +155,7 @@ class KeyQuarantine:
     # --- entries that left the subscription -------------------------------------------------
     def settled(self, entry_id: int) -> None:
         """`entry_id` was acknowledged (by its consumer, or moved by the broker)."""
-        key = self._out_key.pop(entry_id, None)
+        key = self.out_entries.pop(entry_id, None)
         if key is None:
             return
         if self._out.get(key) == entry_id:
@@ -175,18 +175,18 @@ class KeyQuarantine:
             if not waiting:
                 del self._waiting[key]
             self._out[key] = nxt  # reserved: nothing of its key overtakes it
-            self._out_key[nxt] = key
+            self.out_entries[nxt] = key
             d.park([nxt])
         d.schedule()
 
     def settled_through(self, upto: int) -> None:
-        for eid in [e for e in self._out_key if e <= upto]:
+        for eid in [e for e in self.out_entries if e <= upto]:
             self.settled(eid)
 
     def reset(self) -> None:
         """A seek: the dispatcher starts over from the new position."""
         self._out.clear()
-        self._out_key.clear()
+        self.out_entries.clear()
         self._waiting.clear()
         self._waiting_count = 0
         self._to_park.clear()

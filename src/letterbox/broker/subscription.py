@@ -167,7 +167,8 @@ class Subscription:
             for eid in [e for e in c.pending if e <= upto]:
                 del c.pending[eid]
         self.dispatcher.unpark_through(upto)
-        self.quarantine.settled_through(upto)
+        if self.quarantine.out_entries:
+            self.quarantine.settled_through(upto)
         self._after_ack()
 
     def _after_ack(self) -> None:
@@ -189,7 +190,8 @@ class Subscription:
         self._after_ack()
 
     def _drop_pending(self, consumer: Consumer | None, entry_id: int) -> None:
-        self.quarantine.settled(entry_id)
+        if self.quarantine.out_entries:  # (empty unless park is on: no work per ack otherwise)
+            self.quarantine.settled(entry_id)
         if consumer is not None and consumer.pending.pop(entry_id, None) is not None:
             return
         for c in self.consumers:
