@@ -319,3 +319,20 @@ def test_terminate_poisons_its_key_and_a_purge_releases_it(broker: BrokerProcess
     assert _poisoned_keys(base, topic) == {}
     assert _live_dead_letters(base, topic) == 7
     consumer.close()
+
+
+def test_a_key_does_not_stay_held_after_a_clear_backlog(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """Messages waiting behind their key's outstanding one and acknowledged by an admin
+    clear-backlog do not hold the key: the next message of the key is delivered."""
+    topic = f"persistent://public/default/oq-skip-{uuid.uuid4().hex[:6]}"
+    consumer = _subscribe(client, topic, "failover")
+    _produce(client, topic, 1, 5, "A")
+    first = consumer.receive(5000)  # A1 is out, A2..A5 wait behind it
+    assert first.data() == b"A1"
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(500)
+    status, _ = call(broker.admin_url, "POST", P + f"{topic.rsplit('/', 1)[1]}/subscription/s/skip_all")
+    assert status == 204
+    _produce(client, topic, 6, 6, "A")
+    assert consumer.receive(5000).data() == b"A6"
+    consumer.close()

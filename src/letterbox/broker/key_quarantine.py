@@ -98,8 +98,13 @@ class KeyQuarantine:
             return True
         out = self._out.get(key)
         if out is not None and out != eid and self.sub.cursor.is_acked(out):
-            self.settled(out)  # acknowledged by a path that did not report it
-            out = self._out.get(key)
+            # acknowledged by a path that did not report it (an admin skip): forget it now, and
+            # let its key's waiting entries go once this dispatch round is over (the round may
+            # be walking the replay queue that they join)
+            del self._out[key]
+            self.out_entries.pop(out, None)
+            asyncio.get_running_loop().call_soon(self._release, key)
+            out = None
         state = self._state(key)
         returning = state is kq.KeyState.DRAINING and self._returning(entry)
         waiting = self._waiting.get(key)
@@ -160,8 +165,19 @@ class KeyQuarantine:
             return
         if self._out.get(key) == entry_id:
             del self._out[key]
+        self._release(key)
+
+    def _release(self, key: str) -> None:
+        """Nothing of `key` is out: the entries waiting behind it go on."""
         waiting = self._waiting.get(key)
+        if not waiting or key in self._out:
+            return
+        cursor = self.sub.cursor
+        while waiting and cursor.is_acked(waiting[0]):  # acknowledged while waiting (a clear-backlog)
+            waiting.pop(0)
+            self._waiting_count -= 1
         if not waiting:
+            del self._waiting[key]
             return
         d = self.sub.dispatcher
         if POISON_ENTRY + key in self._props():
