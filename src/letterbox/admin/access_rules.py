@@ -48,7 +48,10 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy")
+                "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy",
+                # limits on topics (admin/routes_namespace_limits.py)
+                "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
+                "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation")
 _SCHEMAS = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 
@@ -70,6 +73,8 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", "/admin/v2/namespaces/{tenant}"): A,
     ("GET", NAMESPACE_BASE): A, ("PUT", NAMESPACE_BASE): A, ("DELETE", NAMESPACE_BASE): A,
     **{(m, NAMESPACE_BASE + p): A for p in _NS_POLICIES for m in ("GET", "POST", "DELETE")},
+    ("GET", NAMESPACE_BASE + "/backlogQuotaMap"): A,
+    ("POST", NAMESPACE_BASE + "/backlogQuota"): A, ("DELETE", NAMESPACE_BASE + "/backlogQuota"): A,
     ("GET", _NS_PERMISSIONS): A,
     ("GET", _NS_PERMISSIONS + "/subscription/{subscription}"): A,
     ("POST", _NS_PERMISSIONS + "/subscription/{subscription}"): A,

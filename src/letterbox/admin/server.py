@@ -53,6 +53,7 @@ class AdminServer(AdminContext):
             routes_dead_letters,
             routes_messages,
             routes_move,
+            routes_namespace_limits,
             routes_namespace_policies,
             routes_permissions,
             routes_poison,
@@ -82,6 +83,7 @@ class AdminServer(AdminContext):
             routes_attempts.register,
             routes_compaction.register,  # topic compaction and compactionThreshold
             routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
+            routes_namespace_limits.register,  # backlogQuota, max producers/consumers/unacked, ...
             routes_topic_ops.register,  # unload, terminate, lastMessageId, trim, partitioned-internalStats
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)

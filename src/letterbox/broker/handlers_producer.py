@@ -13,11 +13,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker import send_batch
+from letterbox.broker import backlog_quota, send_batch
 from letterbox.broker.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.schema_registry import SchemaVersion, is_typed, version_bytes
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
+from letterbox.broker.topic_policies import check_new_producer
 from letterbox.broker.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
@@ -68,6 +69,8 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
         schema_version = version_bytes(service.schemas.add(name, SchemaVersion.from_pb(c.schema))[0].version)
     topic = service.get_topic(name, create=True)
     refuse_producer(topic)  # a terminated topic takes no producer (TopicTerminatedError)
+    check_new_producer(topic)  # maxProducersPerTopic
+    backlog_quota.check_producer(topic)  # ProducerBlockedQuotaExceeded{Exception,Error}
     user_named = bool(c.HasField("producer_name") and c.producer_name)
     pname = c.producer_name if user_named else service.new_producer_name()
     producer = Producer(cnx, pid, pname, topic, c.producer_access_mode, user_named)
@@ -201,6 +204,8 @@ def _publish(
         _in_order(producer, lambda: cnx.write(commands.send_error(
             pid, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")))
         return
+    if deliver_at_time is not None and not topic.limits.delayed_delivery:
+        deliver_at_time = None  # the namespace's delayedDelivery policy is off: deliver now
     if topic.deduplication_enabled() and seq <= producer.highest_sequence_pushed:
         _chain(cnx, producer, None, seq, highest)
         return

@@ -31,6 +31,7 @@ from letterbox.broker.topic import (
     PersistentTopic,
     Topic,
 )
+from letterbox.broker.topic_policies import auto_creation_allowed
 from letterbox.clock import Clock, RealClock, Timer, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
@@ -232,7 +233,7 @@ class BrokerService:
         return [t for t in self.topics.values() if isinstance(t, PersistentTopic)]
 
     def _may_auto_create(self, name: TopicName) -> bool:
-        if self.config.auto_topic_creation:
+        if auto_creation_allowed(self, name):
             return True
         parent = name.partitioned_parent
         return parent != name and 0 <= name.partition_index < self.partitions_of(parent, create=False)

@@ -17,6 +17,7 @@ from letterbox.broker.dispatcher import Dispatcher
 from letterbox.broker.dispatchers import make_dispatcher
 from letterbox.broker.key_quarantine import KeyQuarantine
 from letterbox.broker.redelivery_tracker import RedeliveryTracker
+from letterbox.broker.topic_policies import check_new_consumer
 from letterbox.broker.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
@@ -96,6 +97,7 @@ class Subscription:
         return self.dispatcher.read_position
 
     def add_consumer(self, consumer: Consumer, ks_auto_split: bool = True) -> None:
+        check_new_consumer(self.topic)  # maxConsumersPerTopic
         d = self.dispatcher
         if not d.consumers:
             if self.sub_type != consumer.sub_type:  # None: the first consumer ever

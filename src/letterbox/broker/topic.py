@@ -9,7 +9,7 @@ import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
-from letterbox.broker import topic_termination
+from letterbox.broker import backlog_quota, topic_termination
 from letterbox.broker.dispatchers import make_dispatcher
 from letterbox.broker.memory_cursor import MemoryCursor
 from letterbox.broker.producer import (
@@ -20,6 +20,7 @@ from letterbox.broker.producer import (
     Producer,
 )
 from letterbox.broker.subscription import Subscription
+from letterbox.broker.topic_policies import TopicLimits, limits_for
 from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
 from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
@@ -49,6 +50,8 @@ class Topic:
         self.topic_epoch: int | None = None
         # the last position of a terminated topic (broker/topic_termination.py), else None
         self.terminated: Position | None = None
+        # namespace limits (broker/topic_policies.py); a persistent topic refreshes them
+        self.limits: TopicLimits = limits_for(service, name)
 
     def add_producer(self, producer: Producer, client_epoch: int | None = None) -> asyncio.Future[None] | None:
         """Attach a producer. Returns a future when it must wait for exclusivity.
@@ -202,6 +205,8 @@ class PersistentTopic(Topic):
         self.ledger.retention_bytes = policies.retention_bytes(ns)
         self._deduplication = policies.deduplication(ns)
         self.namespace_subscription_policy = policies.subscription_policy(ns)
+        self.limits = limits_for(self.service, self.name)
+        backlog_quota.attach(self)
 
     def deduplication_enabled(self) -> bool:
         """The namespace's deduplication policy, else the broker's configuration."""

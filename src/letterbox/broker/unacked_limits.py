@@ -70,8 +70,14 @@ def on_pending_change(consumer: Consumer, delta: int) -> None:
     if sub is None or not limited(consumer):
         return
     cfg = consumer.cnx.service.config
+    limits = getattr(sub.topic, "limits", None)  # the namespace's policies win over the broker's
     per_consumer = cfg.max_unacked_messages_per_consumer
     per_sub = cfg.max_unacked_messages_per_subscription
+    if limits is not None:
+        if limits.max_unacked_per_consumer is not None:
+            per_consumer = limits.max_unacked_per_consumer
+        if limits.max_unacked_per_subscription is not None:
+            per_sub = limits.max_unacked_per_subscription
     if delta > 0:
         if per_consumer > 0 and consumer.pending.total >= per_consumer:
             consumer.blocked_on_unacked = True

@@ -13,6 +13,7 @@ from letterbox.auth_flags import current_auth
 from letterbox.cli import (
     admin_attempts,  # noqa: F401  (registers `topics attempts`)
     admin_compaction,  # registers `topics compact` / `compaction-status`
+    admin_namespace_limits,
     admin_permissions,
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
     admin_schemas,
@@ -247,5 +248,6 @@ def namespaces_remove_policy(a: AdminContext, namespace: str, policy: str) -> No
 
 
 admin_permissions.register(namespaces)
+admin_namespace_limits.register(namespaces)
 admin_compaction.register(namespaces)
 admin_schemas.register(admin, namespaces)  # `admin schemas ...` and the schema compatibility strategy

@@ -106,6 +106,15 @@ def parse_duration_seconds(text: str, hint: str) -> int:
     return ms // 1000
 
 
+def parse_size_bytes(text: str, hint: str) -> int:
+    """`4096` bytes, `10K`, `10M`, `16G`, `3T` -> bytes; `-1` (any negative): no limit."""
+    m = _SIZE_RE.match(text.strip())
+    if not m:
+        raise click.BadParameter(f"{text!r}: use bytes or 10K, 10M, 16G, 3T; -1 for no limit", param_hint=hint)
+    n = int(m.group(1))
+    return -1 if n < 0 else n * _SIZE_BYTES[m.group(2).lower()]
+
+
 def parse_size_mb(text: str, hint: str) -> int:
     """pulsar-admin's retention size: `4096` bytes, `10M`, `16G`, `3T`, `-1` infinite -> MB."""
     m = _SIZE_RE.match(text.strip())

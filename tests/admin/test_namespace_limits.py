@@ -1,0 +1,172 @@
+"""Namespace policies that bound topics, through REST and the official client: backlog
+quota (producer_exception, producer_request_hold, consumer_backlog_eviction), max
+producers / consumers per topic, max unacked messages per consumer, delayed delivery
+off, auto topic creation off; and their bad-input answers."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.conftest import BrokerProcess, wait_until
+
+
+def _namespace(broker: BrokerProcess, ns: str) -> str:
+    tenant = ns.split("/")[0]
+    call(broker.admin_url, "PUT", f"/admin/v2/tenants/{tenant}", "{}")
+    assert call(broker.admin_url, "PUT", f"/admin/v2/namespaces/{ns}")[0] in (204, 409)
+    return f"/admin/v2/namespaces/{ns}"
+
+
+def _set(broker: BrokerProcess, path: str, body: Any) -> None:
+    status, out = call(broker.admin_url, "POST", path, json.dumps(body))
+    assert status == 204, out
+
+
+def _stats(broker: BrokerProcess, topic: str) -> Any:
+    return call(broker.admin_url, "GET", "/admin/v2/persistent/" + topic.split("://")[1] + "/stats")[1]
+
+
+def test_backlog_quota_producer_exception(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "quota/ex")
+    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
+    assert call(broker.admin_url, "GET", base + "/backlogQuotaMap") == (
+        200, {"destination_storage": {"limitSize": 500, "limitTime": -1, "policy": "producer_exception"}})
+    topic = "persistent://quota/ex/t"
+    consumer = client.subscribe(topic, "slow")
+    producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=10_000)
+    sent = 0
+    with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+        for _ in range(100):
+            producer.send(b"x" * 100)
+            sent += 1
+    assert 3 <= sent < 100
+    with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+        client.create_producer(topic)
+    for _ in range(sent):  # the consumer catches up: producers are welcome again
+        consumer.acknowledge(consumer.receive(10_000))
+    assert wait_until(lambda: _stats(broker, topic)["subscriptions"]["slow"]["msgBacklog"] == 0)
+    client.create_producer(topic).send(b"after")
+
+
+def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "quota/hold")
+    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_request_hold"})
+    topic = "persistent://quota/hold/t"
+    consumer = client.subscribe(topic, "slow")
+    producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=0)
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def done(res: Any, _mid: Any) -> None:
+        with lock:
+            results.append(res)
+
+    stored = 0
+    while _stats(broker, topic)["publishers"]:  # each send is stored until the quota closes it
+        producer.send(b"y" * 100)
+        stored += 1
+        assert stored < 50
+    for _ in range(5):
+        producer.send_async(b"held" * 25, done)
+    # held, not failed: the reconnect is refused with ProducerBlockedQuotaExceededError and retried
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        assert not results and _stats(broker, topic)["msgInCounter"] == stored
+        time.sleep(0.1)
+    got = 0
+    while got < stored + 5:
+        consumer.acknowledge(consumer.receive(30_000))
+        got += 1
+    assert wait_until(lambda: len(results) == 5, 30)
+    assert all(r == pulsar.Result.Ok for r in results)  # none lost, none failed
+
+
+def test_backlog_quota_consumer_backlog_eviction(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "quota/evict")
+    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "consumer_backlog_eviction"})
+    topic = "persistent://quota/evict/t"
+    client.subscribe(topic, "slow").close()
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(30):
+        producer.send(b"z" * 100)  # never refused
+    assert wait_until(lambda: _stats(broker, topic)["subscriptions"]["slow"]["msgBacklog"] < 10)
+
+
+def test_max_producers_and_consumers_per_topic(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "limits/pc")
+    _set(broker, base + "/maxProducersPerTopic", 1)
+    _set(broker, base + "/maxConsumersPerTopic", 1)
+    assert call(broker.admin_url, "GET", base + "/maxProducersPerTopic") == (200, 1)
+    topic = "persistent://limits/pc/t"
+    client.create_producer(topic)
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic)
+    client.subscribe(topic, "a")
+    with pytest.raises(pulsar.ConsumerBusy):
+        client.subscribe(topic, "b")
+    assert call(broker.admin_url, "DELETE", base + "/maxProducersPerTopic")[0] == 204
+    client.create_producer(topic)
+
+
+def test_max_unacked_per_consumer_namespace_policy(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "limits/unacked")
+    _set(broker, base + "/maxUnackedMessagesPerConsumer", 5)
+    topic = "persistent://limits/unacked/t"
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(20):
+        producer.send(str(i).encode())
+
+    def blocked() -> bool:
+        c = _stats(broker, topic)["subscriptions"]["s"]["consumers"][0]
+        return bool(c["blockedConsumerOnUnackedMsgs"]) and c["unackedMessages"] == 5
+
+    assert wait_until(blocked)
+    for _ in range(20):
+        consumer.acknowledge(consumer.receive(10_000))
+
+
+def test_delayed_delivery_off_and_auto_topic_creation_off(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "limits/flags")
+    _set(broker, base + "/delayedDelivery", {"active": False, "tickTime": 1000})
+    _set(broker, base + "/autoTopicCreation", {"allowAutoTopicCreation": False})
+    assert call(broker.admin_url, "GET", base + "/autoTopicCreation") == (
+        200, {"allowAutoTopicCreation": False, "topicType": "non-partitioned"})
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer("persistent://limits/flags/nope")
+    assert call(broker.admin_url, "PUT", "/admin/v2/persistent/limits/flags/made")[0] == 204
+    topic = "persistent://limits/flags/made"
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+    client.create_producer(topic).send(b"now", deliver_after=__import__("datetime").timedelta(minutes=10))
+    assert consumer.receive(10_000).data() == b"now"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "words"), [
+    ("POST", "/backlogQuota", {"limitSize": 1, "policy": "drop_everything"}, 400, "policy must be one of"),
+    ("POST", "/backlogQuota", {"limitSize": -5, "policy": "producer_exception"}, 412, "limitSize"),
+    ("POST", "/backlogQuota", {"policy": "producer_exception"}, 412, "needs limitSize"),
+    ("POST", "/backlogQuota?backlogQuotaType=weight", {"limitSize": 1, "policy": "producer_exception"}, 400,
+     "backlogQuotaType"),
+    ("POST", "/backlogQuota", {"limitSize": 1, "policy": "producer_exception", "x": 1}, 400, "Unknown field"),
+    ("POST", "/maxProducersPerTopic", -1, 412, "between 0"),
+    ("POST", "/maxConsumersPerTopic", "many", 400, "integer"),
+    ("POST", "/delayedDelivery", {"active": "yes"}, 400, "active"),
+    ("POST", "/autoTopicCreation", {"allowAutoTopicCreation": True, "topicType": "partitioned"}, 412,
+     "defaultNumPartitions"),
+])
+def test_bad_input(broker: BrokerProcess, method: str, path: str, body: Any, status: int, words: str) -> None:
+    base = _namespace(broker, "limits/bad")
+    got, err = call(broker.admin_url, method, base + path, json.dumps(body))
+    assert got == status and words in err["reason"], err
+    assert call(broker.admin_url, "GET", base + "/backlogQuotaMap") == (200, {})  # nothing stored
+
+
+def test_unknown_namespace_404(broker: BrokerProcess) -> None:
+    status, err = call(broker.admin_url, "POST", "/admin/v2/namespaces/public/nowhere/maxProducersPerTopic", "3")
+    assert status == 404 and "does not exist" in err["reason"]
