@@ -64,6 +64,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", "/admin/v2/clusters"): S,
     ("GET", _CLUSTER): S, ("PUT", _CLUSTER): S, ("POST", _CLUSTER): S, ("DELETE", _CLUSTER): S,
     ("GET", "/admin/v2/brokers/health"): S,
+    ("GET", "/admin/v2/brokers/version"): S, ("GET", "/admin/v2/brokers/{cluster}"): S,
     ("GET", "/admin/v2/tenants"): S,
     ("GET", "/admin/v2/letterbox/clock"): S,  # the broker's clock (tests): broker-wide
     ("POST", "/admin/v2/letterbox/clock/advance"): S,

@@ -47,6 +47,7 @@ class AdminServer(AdminContext):
     def build_app(self) -> web.Application:
         from letterbox.admin import (
             routes_attempts,
+            routes_brokers,
             routes_clock,
             routes_cluster,
             routes_compaction,
@@ -83,6 +84,7 @@ class AdminServer(AdminContext):
             routes_attempts.register,
             routes_compaction.register,  # topic compaction and compactionThreshold
             routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
+            routes_brokers.register,  # brokers list and version (after routes_cluster's brokers/health)
             routes_namespace_limits.register,  # backlogQuota, max producers/consumers/unacked, ...
             routes_topic_ops.register,  # unload, terminate, lastMessageId, trim, partitioned-internalStats
         ]

@@ -20,6 +20,7 @@ from letterbox.cli import (
     admin_topic_ops,  # noqa: F401  (registers `topics unload|terminate|trim-topic|...`)
 )
 from letterbox.cli.admin_clock import clock
+from letterbox.cli.admin_clusters import brokers, clusters
 from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import (
     AdminClient,
@@ -49,6 +50,8 @@ def admin(ctx: click.Context, admin_url: str, output: str) -> None:
 
 
 admin.add_command(topics)
+admin.add_command(clusters)
+admin.add_command(brokers)
 admin.add_command(clock)
 
 
