@@ -151,3 +151,32 @@ def test_a_cancelled_caller_does_not_leave_a_committed_move_unapplied(tmp_path: 
             await asyncio.wait_for(txn.lock(cursor), 1.0)
 
     run_with_store(tmp_path, body)
+
+
+def test_a_cursor_deleted_before_the_commit_is_not_written_back(tmp_path: Path) -> None:
+    # A subscription-only redrive acks its new entry on the topic's other cursors; one of
+    # them deleted while the transaction waits (its lock, here simply before commit) must
+    # stay deleted: the commit must not write its state row again after the delete.
+    async def body(store: Store) -> None:
+        topic = store.open_ledger("src")
+        await _fill(topic, 1)
+        topic.open_cursor("s1", "earliest")
+        other = topic.open_cursor("s2", "earliest")
+        await other.flush()
+        async with store.transaction() as txn:
+            await txn.lock(other)
+            appended = txn.append(topic, b"redriven", 1, 1)
+            txn.ack_appended(other, appended)
+            await topic.delete_cursor("s2")
+            await txn.commit()
+        assert appended.position.entry_id == 1  # the append itself committed
+        assert "s2" not in topic.cursors()
+
+    run_with_store(tmp_path, body)
+
+    async def reopened(store: Store) -> None:
+        topic = store.open_ledger("src")
+        assert sorted(topic.cursors()) == ["s1"], "the deleted subscription came back after a restart"
+        assert [e.data for e in topic.read_entries(0, 10)] == [b"e0", b"redriven"]
+
+    run_with_store(tmp_path, reopened)

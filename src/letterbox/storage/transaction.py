@@ -22,6 +22,8 @@
 #     new entry on the other subscriptions);
 #   * metadata values written with put_metadata() commit with the rest (a task's progress
 #     record moves with the work it describes);
+#   * a cursor deleted before commit() (its DeleteCursorOp already queued) is not written:
+#     a commit never brings back the state row of a deleted subscription;
 #   * if it failed, the cursors are as they were (the messages stay where they are,
 #     redeliverable) and the ledgers give the reserved ids back (managed_ledger.py);
 #   * a cursor locked by a transaction is not written in the background meanwhile, so a
@@ -179,6 +181,8 @@ class Transaction:
                     a.op = None
             raise
         for cursor, changes in self._changes.items():
+            if cursor._deleted:  # deleted while this transaction waited: its row stays deleted
+                continue
             copy = cursor.detached_copy()
             for change in changes:
                 change(copy)
