@@ -218,3 +218,25 @@ def test_atomic_multi_op_transaction(tmp_path: Path) -> None:
         assert [e.data for e in dlq.read_entries(0, 10)] == [b"dead"]
 
     run_with_store(tmp_path, check)
+
+
+def test_in_order_and_mixed_acks_move_the_mark_delete_exactly(tmp_path: Path) -> None:
+    """In-order acks move the mark-delete without keeping ranges; a gap keeps the later ids
+    as ranges until it is filled; acks at or below the mark-delete change nothing."""
+
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await _fill(led, 20)
+        c = led.open_cursor("s", "earliest")
+        c.ack([0, 1, 2])
+        assert c.mark_delete.entry_id == 2 and c.individually_acked_ranges() == []
+        c.ack([5, 6, 3, 8])
+        assert c.mark_delete.entry_id == 3
+        assert [(r[0], r[1]) for r in c.individually_acked_ranges()] == [(5, 6), (8, 8)]
+        assert c.is_acked(6) and not c.is_acked(4) and not c.is_acked(7)
+        c.ack([4, 7, 9, 2])
+        assert c.mark_delete.entry_id == 9 and c.individually_acked_ranges() == []
+        c.ack([1, 9])
+        assert c.mark_delete.entry_id == 9 and c.backlog() == 10
+
+    run_with_store(tmp_path, body)

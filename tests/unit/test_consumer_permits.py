@@ -49,3 +49,15 @@ def test_pending_acks_total_follows_every_change() -> None:
     p.clear()
     assert seen == [10, 5, -3, -5, -7, 4, -4]
     assert p.total == 0 and not p
+
+
+def test_pending_acks_discard_many_notifies_once_and_returns_the_absent() -> None:
+    seen: list[int] = []
+    p = PendingAcks(seen.append)
+    for eid in range(5):
+        p[eid] = 2
+    seen.clear()
+    assert p.discard_many([1, 3, 9, 4, 1]) == [9, 1]  # 1 a second time is absent by then
+    assert seen == [-6]
+    assert p.total == 4 and sorted(p) == [0, 2]
+    assert p.discard_many([7]) == [7] and seen == [-6]  # nothing removed: no notification

@@ -179,15 +179,19 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
             cnx.write(commands.ack_response(c.consumer_id, c.request_id))
         return
     topic_ledger = sub.topic.ledger.ledger_id
-    ids = [m for m in c.message_id if m.ledgerId == topic_ledger]
     if c.ack_type == pb.CommandAck.Cumulative:
         if len(c.message_id) != 1:
             raise NotAllowed("a cumulative ack carries exactly one message id")
-        if ids:
-            m = ids[0]
+        m = c.message_id[0]
+        if m.ledgerId == topic_ledger:
             sub.ack_cumulative(consumer, m.entryId, list(m.ack_set) or None)
     else:
-        sub.ack_individual(consumer, [(m.entryId, list(m.ack_set) if len(m.ack_set) else None) for m in ids])
+        items = []
+        for m in c.message_id:  # one pass, each id's fields read once
+            if m.ledgerId == topic_ledger:
+                acks = m.ack_set
+                items.append((m.entryId, list(acks) if acks else None))
+        sub.ack_individual(consumer, items)
     if c.HasField("request_id"):
         rid = c.request_id
 

@@ -150,8 +150,11 @@ class Subscription:
                 plain.append(entry_id)
         if plain:
             self.cursor.ack(plain)
+            settled = self.quarantine.settled  # what _drop_pending tells it, for every id
             for entry_id in plain:
-                self._drop_pending(consumer, entry_id)
+                settled(entry_id)
+            for entry_id in consumer.pending.discard_many(plain):
+                self._drop_pending(None, entry_id)
         self._after_ack()
 
     def ack_cumulative(self, consumer: Consumer, entry_id: int, ack_set: list[int] | None) -> None:

@@ -49,6 +49,20 @@ class PendingAcks(dict[int, int]):
             raise KeyError(key)
         return default
 
+    def discard_many(self, keys: list[int]) -> list[int]:
+        """Remove the keys present (one owner notification for all); return the absent ones."""
+        absent: list[int] = []
+        removed = 0
+        pop = super().pop
+        for key in keys:
+            value = pop(key, None)
+            if value is None:
+                absent.append(key)
+            else:
+                removed += value
+        self._changed(-removed)
+        return absent
+
     def clear(self) -> None:
         total = self.total
         super().clear()
@@ -97,4 +111,9 @@ def on_pending_change(consumer: Consumer, delta: int) -> None:
 
 def subscription_unacked(consumer: Consumer) -> int:
     sub = consumer.subscription
-    return sum(c.pending.total for c in sub.consumers) if sub is not None else 0
+    if sub is None:
+        return 0
+    consumers = sub.consumers
+    if len(consumers) == 1:
+        return consumers[0].pending.total
+    return sum(c.pending.total for c in consumers)

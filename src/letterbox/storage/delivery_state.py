@@ -98,6 +98,10 @@ class DeliveryState:
 
     # ---- forgetting acknowledged entries ----
 
+    def tracks_any(self) -> bool:
+        """Whether any entry has a count, times, a backoff or attempts to forget."""
+        return bool(self.counts or self.index_counts or self.times or self.due or self.attempts.rows)
+
     def forget(self, entry_id: int) -> None:
         if entry_id in self.counts or entry_id in self.due:
             self._fragment = None

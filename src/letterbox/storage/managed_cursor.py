@@ -151,14 +151,25 @@ class ManagedCursor:
 
     def ack(self, entry_ids: Iterable[int]) -> None:
         changed = False
+        md = self._md
+        ranges = self._ranges
+        batches = self._batches
+        # nothing to forget while no entry has a count, time, backoff or attempt (the happy path)
+        deliveries = self.deliveries if self.deliveries.tracks_any() else None
         for eid in entry_ids:
-            if eid <= self._md:
+            if eid <= md:
                 continue
-            self._batches.pop(eid, None)
-            self.deliveries.forget(eid)
-            changed |= self._ranges.add(eid)
+            if batches:
+                batches.pop(eid, None)
+            if deliveries is not None:
+                deliveries.forget(eid)
+            if eid == md + 1 and not ranges.starts:  # in order: the mark-delete moves, no range
+                md = eid
+                changed = True
+                continue
+            changed |= ranges.add(eid)
         if changed:
-            self._set_md(self._ranges.absorb_from(self._md))
+            self._set_md(ranges.absorb_from(md))
             self._touch()
 
     def ack_batch_indexes(
