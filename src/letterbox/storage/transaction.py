@@ -95,6 +95,7 @@ class Transaction:
     def __init__(self, store: TransactionStore) -> None:
         self._store = store
         self._appends: list[PendingAppend] = []
+        self._appended: dict[ManagedLedger, int] = {}  # appends per ledger (next_entry_id in O(1))
         self._changes: dict[ManagedCursor, list[CursorChange]] = {}
         self._locked: list[ManagedCursor] = []
         self._metadata: dict[str, str | None] = {}
@@ -122,11 +123,12 @@ class Transaction:
             raise ValueError("num_messages must be >= 1")
         pending = PendingAppend(ledger, bytes(data), num_messages, publish_time)
         self._appends.append(pending)
+        self._appended[ledger] = self._appended.get(ledger, 0) + 1
         return pending
 
     def next_entry_id(self, ledger: ManagedLedger) -> int:
         """The id the next append of this transaction to `ledger` is expected to get."""
-        return ledger.next_entry_id + sum(1 for a in self._appends if a.ledger is ledger)
+        return ledger.next_entry_id + self._appended.get(ledger, 0)
 
     def ack(self, cursor: ManagedCursor, entry_ids: Iterable[int]) -> None:
         ids = list(entry_ids)
