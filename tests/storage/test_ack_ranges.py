@@ -48,3 +48,15 @@ def test_ack_set_words() -> None:
     assert to_ack_set_words(3, 0b111) == []
     # bit 63 unacked -> negative long like Java
     assert to_ack_set_words(64, (1 << 63) - 1) == [-(1 << 63)]
+
+
+def test_copy_is_independent_and_equal() -> None:
+    r = RangeSet([(1, 3), (7, 7), (10, 20)])
+    c = r.copy()
+    assert c.to_list() == r.to_list() == [(1, 3), (7, 7), (10, 20)]
+    c.add(5)
+    c.add(4)
+    assert c.to_list() == [(1, 5), (7, 7), (10, 20)]
+    assert r.to_list() == [(1, 3), (7, 7), (10, 20)]
+    r.add(8)
+    assert c.to_list() == [(1, 5), (7, 7), (10, 20)] and r.to_list() == [(1, 3), (7, 8), (10, 20)]

@@ -75,6 +75,13 @@ class RangeSet:
             del self.ends[0]
         return mark_delete
 
+    def copy(self) -> RangeSet:
+        """An independent copy (the lists copied as they are: already sorted and merged)."""
+        c = RangeSet()
+        c.starts = self.starts.copy()
+        c.ends = self.ends.copy()
+        return c
+
     def clear(self) -> None:
         self.starts.clear()
         self.ends.clear()

@@ -249,7 +249,7 @@ class ManagedCursor:
         """A copy whose mutations change nothing else (no dirty report, no trim): a
         transaction applies its acks to it to serialize the state they lead to."""
         c = ManagedCursor(self.ledger, self.name, self._md)
-        c._ranges = RangeSet(self._ranges.to_list())
+        c._ranges = self._ranges.copy()
         c._batches = dict(self._batches)
         c.properties = dict(self.properties)
         c.deliveries = self.deliveries.copy()
