@@ -10,7 +10,8 @@
 #     on the (ledger_id, entry_id) index); recent entries are served from the tail cache.
 #   * In-memory state (ledgers, cursors, metadata) is mutated only on the loop thread.
 #   * Dirty cursors are serialized once per loop iteration and written in the writer's next
-#     transaction.
+#     transaction; while a cursor's background write is in flight, its next one waits for
+#     that commit (barrier() and close() write every dirty cursor at once).
 #
 #   * Storage faults (disk full, I/O error, read-only) are survivable: the failed writes fail
 #     their callers, the store turns degraded (health.py) and retries with backoff; the first
@@ -71,6 +72,7 @@ class Store:
         self._next_ledger_id = 1
         self._metadata: dict[str, str] = {}
         self._dirty_cursors: dict[ManagedCursor, None] = {}  # insertion-ordered set
+        self._cursor_writes: dict[ManagedCursor, int] = {}  # background record writes in flight
         self._flush_scheduled = False
         self._closing = False
         self.health = StorageHealth()
@@ -109,7 +111,7 @@ class Store:
     async def close(self) -> None:
         if self._writer is None or self._closing:
             return
-        self._flush_dirty_cursors()
+        self._flush_dirty_cursors(force=True)
         self._closing = True
         if self._retry is not None:
             self._retry.cancel()
@@ -205,7 +207,7 @@ class Store:
 
     async def barrier(self) -> None:
         """Resolves once everything submitted before it is durable (incl. dirty cursors)."""
-        self._flush_dirty_cursors()
+        self._flush_dirty_cursors(force=True)
         await self._submit([], None)
 
     def _submit_background(self, ops: Sequence[WriteOp]) -> None:
@@ -253,7 +255,7 @@ class Store:
         if not self.health.degraded or self._writer is None or self._closing:
             return
         self._submit_background([ProbeOp()])
-        self._flush_dirty_cursors()
+        self._flush_dirty_cursors(force=True)
         self._retry = self._loop.call_later(self.health.next_delay(), self._retry_writes) if self._loop else None
 
     def _cursor_dirty(self, cursor: ManagedCursor) -> None:
@@ -270,20 +272,38 @@ class Store:
         """The cursor's state is being written by a caller: no background write needed."""
         self._dirty_cursors.pop(cursor, None)
 
-    def _flush_dirty_cursors(self) -> None:
+    def _flush_dirty_cursors(self, force: bool = False) -> None:
+        """Write every dirty cursor's record. A cursor whose background write is still in
+        flight is written after that one commits (once, with everything since), unless
+        `force` (barrier, close, retry): a record costs O(its ack ranges) to serialize."""
         self._flush_scheduled = False
         if not self._dirty_cursors or self._writer is None or self._closing:
             return
         ops: list[WriteOp] = []
+        written: list[ManagedCursor] = []
         waiting: dict[ManagedCursor, None] = {}
+        inflight = self._cursor_writes
         for c in self._dirty_cursors:
-            if c.in_transaction:  # written by its transaction; again when it ends
+            if c.in_transaction or (not force and c in inflight):  # written later (see above)
                 waiting[c] = None
             elif not c._deleted:
                 ops.append(c._snapshot_op())
+                written.append(c)
         self._dirty_cursors = waiting
         if ops:
-            self._submit_background(ops)
+            for c in written:
+                inflight[c] = inflight.get(c, 0) + 1
+            self._submit(ops, None).add_done_callback(lambda f: self._cursor_writes_done(written, f))
+
+    def _cursor_writes_done(self, written: list[ManagedCursor], fut: asyncio.Future[None]) -> None:
+        _log_failure(fut)
+        inflight = self._cursor_writes
+        for c in written:
+            left = inflight.pop(c) - 1
+            if left:
+                inflight[c] = left
+        if self._dirty_cursors and not self.health.degraded:  # degraded: _retry_writes writes them
+            self._schedule_flush()
 
     # ---- read plumbing (loop thread, read-only connection) ----
 
