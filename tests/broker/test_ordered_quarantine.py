@@ -336,3 +336,22 @@ def test_a_key_does_not_stay_held_after_a_clear_backlog(broker: BrokerProcess, c
     _produce(client, topic, 6, 6, "A")
     assert consumer.receive(5000).data() == b"A6"
     consumer.close()
+
+
+def test_subscription_only_redrive_of_a_poisoned_key(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """A redrive into the quarantined subscription only brings the key back to it, in order;
+    another subscription of the topic does not see the messages again."""
+    topic = f"persistent://public/default/oq-subonly-{uuid.uuid4().hex[:6]}"
+    other = client.subscribe(topic, "other", consumer_type=pulsar.ConsumerType.Failover,
+                             initial_position=pulsar.InitialPosition.Earliest)
+    consumer = _subscribe(client, topic, "failover")
+    _produce(client, topic, 1, 10, "AB")
+    assert _of("A", _work(consumer, {"A3"}, 2000)) == _a(1, 2)
+    assert len(_work(other, set(), 1000)) == 20
+    status, result = call(broker.admin_url, "POST", P + f"{topic.rsplit('/', 1)[1]}-s-DLQ/letterbox/redrive",
+                          json.dumps({"key": "A", "subscriptionOnly": True}))
+    assert status == 200 and result["moved"] == 8, result
+    assert _work(consumer, set(), 2000) == _a(3, 10)
+    assert _work(other, set(), 1000) == []
+    consumer.close()
+    other.close()
