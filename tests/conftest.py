@@ -23,6 +23,44 @@ PORT_RES = {
 }
 
 
+COMPAT_ENV = "LETTERBOX_PULSAR_COMPATIBLE_ONLY"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--pulsar-compatible-only", action="store_true", default=False,
+        help="start every test broker with --pulsar-compatible-only (letterbox extensions off, as Apache "
+             "Pulsar) and deselect the tests marked letterbox_extension",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "letterbox_extension(reason): needs a letterbox-only extension; not run with "
+                   "--pulsar-compatible-only (the reason says which)")
+    if config.getoption("--pulsar-compatible-only"):
+        os.environ[COMPAT_ENV] = "true"  # inherited by every broker the tests start
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--pulsar-compatible-only"):
+        return
+    kept, dropped = [], []
+    for item in items:
+        marker = item.get_closest_marker("letterbox_extension")
+        if marker is not None and not marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: letterbox_extension needs a reason")
+        (dropped if marker is not None else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def pulsar_compatible_only() -> bool:
+    """Whether this run's brokers are started --pulsar-compatible-only."""
+    return os.environ.get(COMPAT_ENV) == "true"
+
+
 class BrokerProcess:
     """A `letterbox standalone` child process with its own data directory. By default its
     plain binary and admin ports are ephemeral and it binds 127.0.0.1; with

@@ -115,6 +115,8 @@ class BrokerConfig:
     compaction_monitor_interval_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
     # --- schema registry (broker/schema_registry.py) ---
     schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy: namespaces without a policy
+    # --- behave as Apache Pulsar (admin/compat_mode.py): every letterbox-only extension off ---
+    pulsar_compatible_only: bool = False
 
     def validate(self) -> BrokerConfig:
         for name in ("port", "admin_port", "broker_service_port_tls", "web_service_port_tls"):

@@ -111,6 +111,9 @@ async def run(config: BrokerConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     log.info("letterbox %s %s", standalone.service.version, startup_line(standalone))
+    if config.pulsar_compatible_only:
+        log.info("pulsar-compatible-only: letterbox extensions are off (extension admin routes answer 404, "
+                 "letterbox.* consumer properties are ignored, no broker-side dead-letter or backoff policy)")
     await stop.wait()
     log.info("shutting down")
     await standalone.stop()

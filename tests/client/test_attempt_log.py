@@ -14,12 +14,16 @@ from typing import Any
 
 import pulsar
 import pulsar.asyncio as pulsar_asyncio
+import pytest
 
 from letterbox.client import AsyncRetryConsumer, DeadLetterPolicy, RetryConsumer, message_id_text
 from tests.cli.helpers import admin, ok, ok_json
 from tests.client.test_async_retry_consumer import run as run_async
 from tests.client.test_retry_consumer import dlq_messages, new_topic
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
+
+pytestmark = pytest.mark.letterbox_extension(
+    "the delivery attempt log REST route and nack announcements are letterbox extensions (Apache Pulsar has neither)")
 
 SUB = "work"
 

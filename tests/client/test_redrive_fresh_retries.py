@@ -6,11 +6,15 @@ import json
 import uuid
 
 import pulsar
+import pytest
 
 from letterbox.client import DeadLetterPolicy, DelayLevels, RetryConsumer, dead_letter_topic_name
 from tests.admin.helpers import call
 from tests.client.retry_helpers import MAX_RETRIES, dead_letters, retries_until_dead_lettered
 from tests.conftest import BrokerProcess
+
+pytestmark = pytest.mark.letterbox_extension(
+    "redrives through the admin route .../letterbox/redrive, a letterbox extension (Apache Pulsar has no redrive)")
 
 FRESH = [None, "1", "2", "3"]
 

@@ -7,9 +7,13 @@ import time
 from typing import Any
 
 import pulsar
+import pytest
 
 from tests.conftest import BrokerProcess
 from tests.spark.conftest import unique
+
+pytestmark = pytest.mark.letterbox_extension(
+    "delivery_attempts comes from DELIVERY_ATTEMPTS, stamped by letterbox's broker-side dead-letter move and attempt log")
 
 
 def test_dead_letter_topic_read_has_the_attempt_log(spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:

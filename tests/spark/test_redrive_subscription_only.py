@@ -17,6 +17,9 @@ from tests.admin.redrive_helpers import (
 from tests.conftest import BrokerProcess
 from tests.spark.conftest import unique
 
+pytestmark = pytest.mark.letterbox_extension(
+    "the subscription-only redrive is the broker's .../letterbox/redrive (no Apache Pulsar equivalent)")
+
 
 def test_spark_subscription_only_redrive(spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:
     base = spark_broker.admin_url

@@ -14,7 +14,11 @@ from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.schema_registry import SchemaVersion, is_typed
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
-from letterbox.failure.consumer_properties import DLQ_INITIAL_SUBSCRIPTION, DLQ_TOPIC
+from letterbox.failure.consumer_properties import (
+    DLQ_INITIAL_SUBSCRIPTION,
+    DLQ_TOPIC,
+    without_letterbox_properties,
+)
 from letterbox.names import name_problem
 from letterbox.protocol import commands, parse_entry_metadata, pb
 from letterbox.security.authorization import AuthorizationFailed, is_failure_topic_of
@@ -69,9 +73,12 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed(f"invalid {problem}")
     service = cnx.service
     service.authorization.check_consume(cnx.role, name, c.subscription)
-    _check_dead_letter_target(cnx, name, c.subscription, c.metadata)
+    metadata = {kv.key: kv.value for kv in c.metadata}
+    if service.config.pulsar_compatible_only:  # ignored, not refused, as Pulsar ignores unknown properties
+        metadata = without_letterbox_properties(metadata)
+    _check_dead_letter_target(cnx, name, c.subscription, metadata)
     try:  # before the topic is made: a refused subscribe leaves nothing behind
-        policy = consumer_policy({kv.key: kv.value for kv in c.metadata}, c.subType)
+        policy = consumer_policy(metadata, c.subType)
     except NotAllowed as exc:
         # The official client raises a bare NotAllowedError; the reason is in its log and here.
         log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)
@@ -99,7 +106,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         sub_type=c.subType,
         priority_level=c.priority_level,
         sticky_ranges=sticky,
-        metadata={kv.key: kv.value for kv in c.metadata},
+        metadata=metadata,
         partition_index=name.partition_index,
     )
     durable = c.durable if c.HasField("durable") else True
@@ -137,11 +144,11 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     cnx.write(commands.success(c.request_id))
 
 
-def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: str, metadata: Any) -> None:
+def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: str,
+                              props: dict[str, str]) -> None:
     """A dead letter topic named in the consumer's properties is written by the broker on
     this consumer's behalf: unless it is the subscription's own failure topic, the role must
     be allowed to produce there (and to consume it, for an initial subscription)."""
-    props = {kv.key: kv.value for kv in metadata}
     configured = props.get(DLQ_TOPIC)
     authz = cnx.service.authorization
     if not configured or not authz.enabled:

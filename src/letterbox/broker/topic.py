@@ -22,6 +22,7 @@ from letterbox.broker.producer import (
 from letterbox.broker.subscription import Subscription
 from letterbox.broker.topic_policies import TopicLimits, limits_for
 from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
+from letterbox.failure import FailurePolicy
 from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
 
@@ -207,6 +208,8 @@ class PersistentTopic(Topic):
         self.namespace_subscription_policy = policies.subscription_policy(ns)
         self.limits = limits_for(self.service, self.name)
         backlog_quota.attach(self)
+        if self.service.config.pulsar_compatible_only:  # no broker-side dead-letter/backoff policy
+            self.namespace_subscription_policy = FailurePolicy()
 
     def deduplication_enabled(self) -> bool:
         """The namespace's deduplication policy, else the broker's configuration."""

@@ -36,6 +36,9 @@ def main() -> None:
               "POST /admin/v2/letterbox/clock/advance and needs --allow-test-clock.")
 @click.option("--allow-test-clock/--no-allow-test-clock", "allow_test_clock", default=None,
               help="Allow --clock manual (see docs/testing.md).")
+@click.option("--pulsar-compatible-only/--no-pulsar-compatible-only", "pulsar_compatible_only", default=None,
+              help="Switch every letterbox-only extension off, as an Apache Pulsar broker "
+              "(docs/retry-and-terminate.md).")
 @security_options
 def standalone(
     data_dir: Path | None,
@@ -48,6 +51,7 @@ def standalone(
     log_level: str | None,
     clock: str | None,
     allow_test_clock: bool | None,
+    pulsar_compatible_only: bool | None,
     pulsar_config: Path | None,
     **security: Any,
 ) -> None:
@@ -71,6 +75,7 @@ def standalone(
                 "log_level": log_level.upper() if log_level else None,
                 "clock": clock,
                 "allow_test_clock": allow_test_clock,
+                "pulsar_compatible_only": pulsar_compatible_only,
             },
         )
     except ConfigError as exc:

@@ -19,12 +19,14 @@ from letterbox.client.broker_moves import (
     HTTP_TIMEOUT,
     MAX_BACKOFF,
     RETRIED_STATUSES,
+    BrokerMoveError,
     Move,
     announce_answer,
     announce_request,
     move_answer,
     move_request,
     parse_admin_url,
+    probe_path,
     unreachable,
 )
 
@@ -56,7 +58,19 @@ class AsyncBrokerMoves:
         status, payload = await self._post(path, body, retry_for=0.0)
         return announce_answer(message_id, status, payload)
 
-    async def _post(self, path: str, body: bytes, retry_for: float | None = None) -> tuple[int, bytes]:
+    async def has_atomic_move(self, topic: str, retry_for: float | None = 0.0) -> bool | None:
+        """A probe of the broker (broker_moves.probe_path): False on Apache Pulsar, None if
+        unreachable (with retry_for=None: retried as a move, then BrokerMoveError)."""
+        try:
+            status, _ = await self._post(probe_path(topic), b"", retry_for=retry_for, method="GET")
+        except BrokerMoveError:
+            if retry_for is None:
+                raise
+            return None
+        return status != 404
+
+    async def _post(self, path: str, body: bytes, retry_for: float | None = None,
+                    method: str = "POST") -> tuple[int, bytes]:
         retry_for = self.retry_for if retry_for is None else retry_for
         deadline = time.monotonic() + retry_for
         backoff = FIRST_BACKOFF
@@ -65,8 +79,9 @@ class AsyncBrokerMoves:
             attempts += 1
             try:
                 headers = {"Content-Type": "application/json", **self._auth.http_headers()}
-                async with self._client().post(self.admin_url + path, data=body, headers=headers,
-                                               ssl=self._ssl if self._ssl is not None else True) as resp:
+                async with self._client().request(method, self.admin_url + path,
+                                                  data=body if method == "POST" else None, headers=headers,
+                                                  ssl=self._ssl if self._ssl is not None else True) as resp:
                     status, payload = resp.status, await resp.read()
                 if status not in RETRIED_STATUSES:
                     return status, payload

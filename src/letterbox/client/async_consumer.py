@@ -11,7 +11,8 @@
 # holds two asyncio consumers, and receive() keeps one pending receive per
 # consumer and returns whichever completes first; the other stays pending for
 # the next call, so no message is dropped and each consumer's receiver queue
-# is the flow control.
+# is the flow control. On a broker without the atomic move (Apache Pulsar)
+# moves fall back to produce-then-acknowledge, as RetryConsumer's do.
 from __future__ import annotations
 
 import asyncio
@@ -27,6 +28,7 @@ import pulsar.asyncio as pulsar_asyncio
 from letterbox.auth_options import AuthOptions
 from letterbox.client.async_broker_moves import AsyncBrokerMoves
 from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoveError, Move
+from letterbox.client.produce_moves import AsyncProduceMoves, detect_log
 from letterbox.client.retry_core import RetryCore, retry_consumer_type
 from letterbox.failure import DeadLetterPolicy, DelayLevels
 
@@ -46,6 +48,26 @@ class AsyncRetryConsumer(RetryCore):
         self._main: pulsar_asyncio.Consumer | None = None
         self._retry: pulsar_asyncio.Consumer | None = None
         self._pending: dict[pulsar_asyncio.Consumer, asyncio.Task[pulsar.Message]] = {}
+        self._fallback: AsyncProduceMoves | None = None
+        self._client: pulsar_asyncio.Client | None = None
+        self._atomic: bool | None = None
+
+    def _settle(self, atomic: bool | None) -> None:
+        self._atomic = atomic
+        if atomic is False and self._fallback is None and self._client is not None and self._main is not None:
+            self._fallback = AsyncProduceMoves(self._client, self._main.consumer_name())
+            detect_log(self.admin_url, self.topic, self.subscription_name)
+
+    async def _atomic_moves(self) -> bool:
+        """As RetryConsumer._atomic_moves."""
+        if self._atomic is None:
+            self._settle(await self._moves.has_atomic_move(self.topic, retry_for=None))
+        return self._atomic is not False
+
+    @property
+    def atomic_moves(self) -> bool | None:
+        """True: the broker's atomic move; False: produce-then-acknowledge; None: not known yet."""
+        return self._atomic
 
     @classmethod
     async def create(
@@ -72,6 +94,8 @@ class AsyncRetryConsumer(RetryCore):
             auth_token=auth_token, tls_trust_certs_file_path=tls_trust_certs_file_path,
             admin_auth=admin_auth, subscribe_kwargs=subscribe_kwargs,
         ), move_retry_seconds)
+        self._client = client
+        atomic = await self._moves.has_atomic_move(self.topic)  # None: unreachable, asked again later
         properties = self.subscribe_properties(subscribe_kwargs.pop("properties", None))
         self._main = await client.subscribe(self.topic, subscription_name, consumer_type=consumer_type,
                                             properties=properties, **subscribe_kwargs)
@@ -85,6 +109,7 @@ class AsyncRetryConsumer(RetryCore):
                 await self._main.close()
                 await self._moves.close()
                 raise
+        self._settle(atomic)
         return self
 
     # --- receiving and acknowledging ------------------------------------------------------
@@ -93,17 +118,25 @@ class AsyncRetryConsumer(RetryCore):
 
     async def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """The next message from the topic or its retry topic; raises pulsar.Timeout."""
-        for consumer in self._consumers():
-            if consumer not in self._pending:
-                self._pending[consumer] = asyncio.ensure_future(consumer.receive())
-        done, _ = await asyncio.wait(
-            self._pending.values(), timeout=None if timeout_millis is None else timeout_millis / 1000,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        if not done:
-            raise pulsar.Timeout(f"no message within {timeout_millis} ms")
-        consumer = next(c for c, task in self._pending.items() if task in done)
-        return self._pending.pop(consumer).result()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_millis is None else loop.time() + timeout_millis / 1000
+        while True:
+            for consumer in self._consumers():
+                if consumer not in self._pending:
+                    self._pending[consumer] = asyncio.ensure_future(consumer.receive())
+            done, _ = await asyncio.wait(
+                self._pending.values(), timeout=None if deadline is None else max(0.0, deadline - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if not done:
+                raise pulsar.Timeout(f"no message within {timeout_millis} ms")
+            consumer = next(c for c, task in self._pending.items() if task in done)
+            msg = self._pending.pop(consumer).result()
+            worn_out = self.plan_worn_out(msg) if self._fallback is not None else None
+            if worn_out is None:
+                return msg
+            await self._move(msg, worn_out)
+            self.count_move(worn_out)
 
     def _consumer_of(self, msg: pulsar.Message) -> pulsar_asyncio.Consumer:
         if self._main is None:
@@ -118,7 +151,8 @@ class AsyncRetryConsumer(RetryCore):
         """Have `msg` redelivered after the negative-ack delay; counts as a delivery. The
         nack and `reason` are announced to the broker first (as RetryConsumer's)."""
         try:
-            await self._moves.announce(*self.nack_announcement(msg, reason))
+            if self._atomic is not False:  # Apache Pulsar takes no announcement: the reason is dropped
+                await self._moves.announce(*self.nack_announcement(msg, reason))
         except BrokerMoveError as exc:
             log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         await self._consumer_of(msg).negative_acknowledge(msg)
@@ -147,7 +181,10 @@ class AsyncRetryConsumer(RetryCore):
 
     async def _move(self, msg: pulsar.Message, move: Move) -> None:
         consumer = self._consumer_of(msg)
-        await self._moves.move(move)
+        if not await self._atomic_moves() and self._fallback is not None:
+            await self._fallback.produce(move, msg)
+        else:
+            await self._moves.move(move)
         await consumer.acknowledge(msg)  # the broker has acknowledged it; this clears the client's tracking
 
     # --- the rest ----------------------------------------------------------------------------
@@ -176,6 +213,8 @@ class AsyncRetryConsumer(RetryCore):
                 task.cancel()
         del pending
         gc.collect()  # free the failed receives' exception cycles now, not at interpreter exit
+        if self._fallback is not None:
+            await self._fallback.close()
         await self._moves.close()
 
     async def __aenter__(self) -> AsyncRetryConsumer:

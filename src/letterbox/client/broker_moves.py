@@ -78,6 +78,14 @@ def announce_request(topic: str, subscription: str, message_id: str, reason: str
     return path, json.dumps({"ending": "nack", "reason": reason}).encode()
 
 
+def probe_path(topic: str) -> str:
+    """A letterbox-only GET the topic's consumers may call (the namespace's dead letter topics):
+    any answer but 404 means a letterbox broker with the atomic move, 404 an Apache Pulsar
+    broker (or letterbox --pulsar-compatible-only), where moves fall back to produce-then-ack."""
+    name = TopicName.parse(topic)
+    return f"/admin/v2/namespaces/{name.tenant}/{name.namespace}/letterbox/deadLetterTopics"
+
+
 def announce_answer(message_id: str, status: int, payload: bytes) -> bool:
     """True if the broker took the announcement; BrokerMoveError for a refusal."""
     if status != 200:
@@ -146,8 +154,20 @@ class BrokerMoves:
         status, payload = self._post(path, body, retry_for=0.0)
         return announce_answer(message_id, status, payload)
 
-    def _post(self, path: str, body: bytes, retry_for: float | None = None) -> tuple[int, bytes]:
-        """POST until an answer that is not 502/503/504 comes, or retry_for has passed."""
+    def has_atomic_move(self, topic: str, retry_for: float | None = 0.0) -> bool | None:
+        """A probe of the broker (see probe_path): False on Apache Pulsar, None if unreachable
+        (with retry_for=None: retried as a move, then BrokerMoveError)."""
+        try:
+            status, _ = self._post(probe_path(topic), b"", retry_for=retry_for, method="GET")
+        except BrokerMoveError:
+            if retry_for is None:
+                raise
+            return None
+        return status != 404
+
+    def _post(self, path: str, body: bytes, retry_for: float | None = None,
+              method: str = "POST") -> tuple[int, bytes]:
+        """POST (or `method`) until an answer that is not 502/503/504 comes, or retry_for has passed."""
         retry_for = self.retry_for if retry_for is None else retry_for
         deadline = time.monotonic() + retry_for
         backoff = FIRST_BACKOFF
@@ -158,7 +178,7 @@ class BrokerMoves:
                 try:
                     conn = self._connection()
                     headers = {"Content-Type": "application/json", **self._auth.http_headers()}
-                    conn.request("POST", path, body, headers)
+                    conn.request(method, path, body if method == "POST" else None, headers)
                     resp = conn.getresponse()
                     status, payload = resp.status, resp.read()
                     if status not in RETRIED_STATUSES:

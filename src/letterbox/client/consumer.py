@@ -16,6 +16,12 @@
 # are the topic names, the stamps and the policy types; the configuration and
 # the planning of moves are shared with AsyncRetryConsumer (retry_core.py).
 #
+# On a broker without the atomic move (Apache Pulsar: one probe at start
+# answers 404) moves fall back to produce-then-acknowledge as Pulsar's Java
+# client does (produce_moves.py), nack reasons are not announced, and a
+# message redelivered past the dead letter policy's maximum is dead-lettered
+# here on receipt (the broker has no policy).
+#
 # Delays are delayed deliveries on the retry topic. The broker honours them on
 # Shared and Key_Shared subscriptions only (as Pulsar does), so for an
 # Exclusive or Failover consumer the retry topic is subscribed as Shared:
@@ -32,6 +38,7 @@ import pulsar
 
 from letterbox.auth_options import AuthOptions
 from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoveError, BrokerMoves, Move
+from letterbox.client.produce_moves import ProduceMoves, detect_log
 from letterbox.client.retry_core import (
     DEFAULT_ADMIN_URL,
     RetryCore,
@@ -102,6 +109,9 @@ class RetryConsumer(RetryCore):
         self._moves = BrokerMoves(self.admin_url, auth=self.admin_auth, retry_for=move_retry_seconds)
         self._queue: queue.Queue[pulsar.Message] = queue.Queue(_QUEUE_SIZE)
         self._closing = False
+        self._client = client
+        self._fallback: ProduceMoves | None = None
+        self._atomic = self._moves.has_atomic_move(self.topic)  # None: admin API unreachable, asked again later
 
         properties = self.subscribe_properties(subscribe_kwargs.pop("properties", None))
         self._main = client.subscribe(
@@ -120,9 +130,37 @@ class RetryConsumer(RetryCore):
             except Exception:
                 self._main.close()
                 raise
+        self._settle(self._atomic)
+
+    def _settle(self, atomic: bool | None) -> None:
+        self._atomic = atomic
+        if atomic is False and self._fallback is None:
+            self._fallback = ProduceMoves(self._client, self._main.consumer_name())
+            detect_log(self.admin_url, self.topic, self.subscription_name)
+
+    def _atomic_moves(self) -> bool:
+        """Whether moves are the broker's atomic move (False: produce-then-acknowledge); a probe
+        the start could not make is made now, retried as a move is."""
+        if self._atomic is None:
+            self._settle(self._moves.has_atomic_move(self.topic, retry_for=None))
+        return self._atomic is not False
+
+    @property
+    def atomic_moves(self) -> bool | None:
+        """True: the broker's atomic move; False: produce-then-acknowledge; None: not known yet."""
+        return self._atomic
 
     # --- receiving and acknowledging ------------------------------------------------------
     def _listener(self, consumer: pulsar.Consumer, msg: pulsar.Message) -> None:
+        worn_out = self.plan_worn_out(msg) if self._fallback is not None else None
+        if worn_out is not None:  # as Pulsar's Java client: dead-lettered on arrival, never handed out
+            try:
+                self._move(msg, worn_out)
+                self.count_move(worn_out)
+                return
+            except Exception:
+                log.exception("could not dead-letter %s (redelivered %d times); handing it out",
+                              msg.message_id(), msg.redelivery_count())
         while not self._closing:  # a full queue holds the listener back: that is the flow control
             try:
                 self._queue.put(msg, timeout=0.1)
@@ -153,7 +191,8 @@ class RetryConsumer(RetryCore):
         announcement is tried once; if the broker cannot be reached the nack is still
         made (the broker then records this attempt as an ack timeout)."""
         try:
-            self._moves.announce(*self.nack_announcement(msg, reason))
+            if self._atomic is not False:  # Apache Pulsar takes no announcement: the reason is dropped
+                self._moves.announce(*self.nack_announcement(msg, reason))
         except BrokerMoveError as exc:
             log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         self._consumer_of(msg).negative_acknowledge(msg)
@@ -192,7 +231,10 @@ class RetryConsumer(RetryCore):
 
     def _move(self, msg: pulsar.Message, move: Move) -> None:
         consumer = self._consumer_of(msg)
-        self._moves.move(move)
+        if not self._atomic_moves() and self._fallback is not None:
+            self._fallback.produce(move, msg)
+        else:
+            self._moves.move(move)
         consumer.acknowledge(msg)  # the broker has acknowledged it; this clears the client's tracking
 
     # --- the rest ----------------------------------------------------------------------------
@@ -208,6 +250,8 @@ class RetryConsumer(RetryCore):
         for consumer in (self._main, self._retry):
             if consumer is not None:
                 consumer.unsubscribe() if unsubscribe else consumer.close()
+        if self._fallback is not None:
+            self._fallback.close()
         self._moves.close()
 
     def __enter__(self) -> RetryConsumer:

@@ -39,7 +39,12 @@ from letterbox.failure import (
 )
 from letterbox.failure.attempts import clip_reason
 from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES, consumer_properties_of
-from letterbox.message_properties import ORIGIN_MESSAGE_ID, REAL_TOPIC, origin_message_id
+from letterbox.message_properties import (
+    ORIGIN_MESSAGE_ID,
+    REAL_TOPIC,
+    REASON_MAX_REDELIVERIES,
+    origin_message_id,
+)
 from letterbox.topic_name import PARTITION_SUFFIX, TopicName
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
@@ -165,6 +170,15 @@ class RetryCore:
             topic=msg.topic_name(), subscription=self.subscription_name, message_id=message_id_text(msg),
             target=self.retry_topic, properties=stamps, deliver_after_ms=outcome.delay_ms,
         )
+
+    def plan_worn_out(self, msg: pulsar.Message) -> Move | None:
+        """Without the broker's policy (produce-then-acknowledge fallback): the dead-letter move
+        of a message redelivered more than max_redeliver_count times, as Pulsar's Java client
+        decides it client-side; None for any other message."""
+        dlp = self.dead_letter_policy
+        if dlp is None or msg.redelivery_count() <= dlp.max_redeliver_count:
+            return None
+        return self._dead_letter_move(msg, REASON_MAX_REDELIVERIES, None)
 
     def plan_terminate(self, msg: pulsar.Message, description: str | None) -> Move:
         """The move of a terminate; raises TerminateWithoutDeadLetterPolicy without a policy."""

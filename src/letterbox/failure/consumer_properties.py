@@ -36,6 +36,11 @@ KEY_FAILURE_VALUES = tuple(k.value for k in KeyFailure)
 PREFIX = "letterbox."
 
 
+def without_letterbox_properties(md: Mapping[str, str]) -> dict[str, str]:
+    """`md` without its `letterbox.*` keys (a broker started --pulsar-compatible-only ignores them)."""
+    return {k: v for k, v in md.items() if not k.startswith(PREFIX)}
+
+
 def declares_policy(md: Mapping[str, str]) -> bool:
     """True when any `letterbox.*` policy key is set (a known one, or a misspelling to refuse)."""
     return any(k.startswith(PREFIX) and k not in MARKERS for k in md)
