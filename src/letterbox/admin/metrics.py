@@ -12,16 +12,23 @@
 # for MAX_AGE seconds (a small broker's body is always fresh). Stored topics not used since
 # the broker started are loaded (sliced too), so they are reported; after a
 # bulk load the heap is frozen for the garbage collector (see
-# _load_stored_topics).
+# _load_stored_topics). Broker-side appends (dead letters, moves, redrives)
+# count in their target topic's in-counters (BrokerService.count_broker_appends);
+# byte counts out are estimates (messages out x the topic's average size), as
+# the topic stats' bytesOutCounter. Process metrics are prometheus_client's.
 from __future__ import annotations
 
 import asyncio
 import gc
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+
+from letterbox.admin.stats import _backlog_size
 from letterbox.broker.poison_suspects import suspect_count
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import LetterboxError
@@ -49,6 +56,22 @@ TOPIC_FAMILIES = (
     ("pulsar_subscriptions_count", "gauge", "Subscriptions"),
     ("pulsar_consumers_count", "gauge", "Connected consumers"),
 )
+# Pulsar's names added for issue 15 item 7 (same labels as the families above)
+PULSAR_TOPIC_FAMILIES = (
+    ("pulsar_throughput_in", "gauge", "Bytes per second published (1 minute window)"),
+    ("pulsar_throughput_out", "gauge", "Bytes per second dispatched (1 minute window)"),
+    ("pulsar_out_bytes_total", "counter", "Bytes dispatched to consumers of the topic"),
+    ("pulsar_storage_backlog_size", "gauge", "Bytes not yet acknowledged by the slowest durable subscription"),
+    ("pulsar_storage_write_rate", "gauge", "Entries (message batches) written per second (1 minute window)"),
+)
+PULSAR_SUBSCRIPTION_FAMILIES = (
+    ("pulsar_subscription_msg_rate_out", "gauge", "Messages per second dispatched (1 minute window)"),
+    ("pulsar_subscription_msg_throughput_out", "gauge", "Bytes per second dispatched (1 minute window)"),
+    ("pulsar_subscription_back_log_no_delayed", "gauge", "Backlog without the messages held back for delivery"),
+    ("pulsar_subscription_blocked_on_unacked_messages", "gauge",
+     "1 while dispatch waits for acknowledgements (maxUnackedMessagesPerSubscription)"),
+    ("pulsar_subscription_msg_rate_expired", "gauge", "Messages per second expired by the message TTL (1 minute window)"),
+)
 SUBSCRIPTION_FAMILIES = (
     ("pulsar_subscription_back_log", "gauge", "Messages not yet acknowledged by the subscription"),
     ("pulsar_subscription_unacked_messages", "gauge", "Messages delivered and not yet acknowledged"),
@@ -60,6 +83,8 @@ DEAD_LETTER_FAMILY = (
     "letterbox_dead_letter_messages_total", "counter", "Messages moved to a dead letter topic, by reason",
 )
 BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move transactions
+    ("pulsar_topics_count", "gauge", "Topics of the namespace"),  # by namespace
+    ("pulsar_active_connections", "gauge", "Client connections open now"),  # broker, metric="broker_connection"
     ("letterbox_storage_degraded", "gauge", "1 while storage writes fail (disk full, I/O error, read-only)"),
     ("letterbox_storage_read_only", "gauge", "1 while the data directory refuses writes as read-only"),
     ("letterbox_storage_faults_total", "counter", "Storage commits that failed on a storage fault"),
@@ -82,6 +107,14 @@ DEAD_LETTER_RATE_FAMILY = (
     "Messages moved to a dead letter topic per second, over the last 60 s of the broker's clock, by reason",
 )
 FAMILY_NAMES = tuple(f[0] for f in (*TOPIC_FAMILIES, *SUBSCRIPTION_FAMILIES, DEAD_LETTER_FAMILY))
+ALL_TOPIC_FAMILIES = TOPIC_FAMILIES + PULSAR_TOPIC_FAMILIES
+ALL_SUBSCRIPTION_FAMILIES = SUBSCRIPTION_FAMILIES + PULSAR_SUBSCRIPTION_FAMILIES
+PROCESS_FAMILY_NAMES = ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+                        "process_open_fds", "process_max_fds", "process_start_time_seconds")
+PULSAR_FAMILY_NAMES = (*(f[0] for f in (*PULSAR_TOPIC_FAMILIES, *PULSAR_SUBSCRIPTION_FAMILIES)),
+                       "pulsar_topics_count", "pulsar_active_connections")
+_PROCESS = CollectorRegistry(auto_describe=False)
+ProcessCollector(registry=_PROCESS)
 
 Number = int | float
 
@@ -94,17 +127,27 @@ class Snapshot:
     cluster: str
     topics: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
-    topic_values: list[list[Number]] = field(  # one column per TOPIC_FAMILIES entry
-        default_factory=lambda: [[] for _ in TOPIC_FAMILIES])
+    topic_values: list[list[Number]] = field(  # one column per ALL_TOPIC_FAMILIES entry
+        default_factory=lambda: [[] for _ in ALL_TOPIC_FAMILIES])
     sub_topic: list[int] = field(default_factory=list)  # index into topics
     subs: list[str] = field(default_factory=list)
-    sub_values: list[list[Number]] = field(  # one column per SUBSCRIPTION_FAMILIES entry
-        default_factory=lambda: [[] for _ in SUBSCRIPTION_FAMILIES])
-    dead_letters: list[tuple[str, int]] = field(default_factory=list)  # (reason, count)
+    sub_values: list[list[Number]] = field(  # one column per ALL_SUBSCRIPTION_FAMILIES entry
+        default_factory=lambda: [[] for _ in ALL_SUBSCRIPTION_FAMILIES])
+    dead_letters: list[tuple[str, int]] = field(default_factory=list)  # (reason, count), no source labels
+    # (namespace, source topic, subscription, reason, count): what the broker reports
+    dead_letters_by_source: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    process: bytes = b""  # prometheus_client's process metrics, as text
     sub_poison: list[Number] = field(default_factory=list)  # POISON_FAMILY, one per subscription
     dead_letter_rates: list[tuple[str, float]] = field(default_factory=list)  # (reason, per second)
     # broker-wide samples: (family, labels beyond cluster, value), families in BROKER_FAMILIES
     broker: list[tuple[str, str, Number]] = field(default_factory=list)
+
+
+def _namespace_of(topic: str) -> str:
+    try:
+        return TopicName.parse(topic).namespace_name
+    except Exception:  # a counter recorded without a topic
+        return ""
 
 
 def _escape(value: str) -> str:
@@ -155,18 +198,24 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         subs = sorted(getattr(topic, "subscriptions", {}).items())
         persistent = isinstance(topic, PersistentTopic)
         msg_out = consumers = 0
+        avg = topic.bytes_in / topic.msg_in if topic.msg_in else 0.0
         for sname, sub in subs:
             snap.sub_poison.append(suspect_count(sub) if persistent else 0)
+            backlog = sub.backlog() if hasattr(sub, "backlog") else 0
+            delayed = sub.delayed_count() if hasattr(sub, "delayed_count") else 0
+            rate_out = tracker.rate("out", tname, sname)
             msg_out += tracker.sub_msg_out(tname, sname, list(sub.consumers))
             consumers += len(sub.consumers)
             snap.sub_topic.append(index)
             snap.subs.append(sname)
             for col, value in zip(scols, (
-                sub.backlog() if hasattr(sub, "backlog") else 0,
+                backlog,
                 sum(sum(c.pending.values()) for c in sub.consumers),
-                sub.delayed_count() if hasattr(sub, "delayed_count") else 0,
+                delayed,
                 tracker.rate("redeliver", tname, sname),
                 len(sub.consumers),
+                rate_out, rate_out * avg, max(0, backlog - delayed),
+                int(getattr(sub, "blocked_on_unacked", False)), tracker.rate("expired", tname, sname),
             ), strict=True):
                 col.append(value)
         stored = topic if isinstance(topic, PersistentTopic) else None
@@ -176,9 +225,18 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
             topic.msg_in, topic.bytes_in, msg_out, tracker.rate("in", tname), tracker.rate("out", tname),
             stored.ledger.size_bytes() if stored else 0, stored.backlog() if stored else 0,
             len(topic.producers), len(subs), consumers,
+            tracker.rate("bin", tname), tracker.rate("out", tname) * avg, int(msg_out * avg),
+            _backlog_size(topic), tracker.rate("entries", tname),
         ), strict=True):
             col.append(value)
-    snap.dead_letters = sorted(service.stats.dead_letters_by_reason.items())
+    snap.dead_letters_by_source = sorted(
+        (_namespace_of(t), t, s, r, n) for (t, s, r), n in service.stats.dead_letters_by_source.items())
+    snap.broker += [("pulsar_topics_count", f',namespace="{_escape(ns)}"', n)
+                    for ns, n in sorted(Counter(snap.namespaces).items())]
+    broker_name = _escape(f"{service.config.advertised_address or service.config.bind}:{service.port or 0}")
+    snap.broker.append(("pulsar_active_connections", f',broker="{broker_name}",metric="broker_connection"',
+                        len(service.connections)))
+    snap.process = generate_latest(_PROCESS).rstrip(b"\n")
     snap.dead_letter_rates = service.stats.dead_letter_rate.rates()
     health = service.store.health
     snap.broker += [("letterbox_storage_degraded", "", int(health.degraded)),
@@ -239,9 +297,9 @@ class Formatter:
                                                                                   strict=True)]
         used: set[tuple[str, int]] = set()
         parts: list[bytes] = []
-        for (name, kind, help_text), column in zip(TOPIC_FAMILIES, snap.topic_values, strict=True):
+        for (name, kind, help_text), column in zip(ALL_TOPIC_FAMILIES, snap.topic_values, strict=True):
             parts.extend(self._family(name, kind, help_text, labels, column, used))
-        for (name, kind, help_text), column in zip(SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
+        for (name, kind, help_text), column in zip(ALL_SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
             parts.extend(self._family(name, kind, help_text, sub_labels, column, used))
         poison: list[Number] = snap.sub_poison if len(snap.sub_poison) == len(sub_labels) else [0] * len(sub_labels)
         parts.extend(self._family(*POISON_FAMILY, sub_labels, poison, used))
@@ -251,10 +309,15 @@ class Formatter:
             parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
             parts.extend(f'{name}{{cluster="{cluster}",reason="{_escape(r)}"}} {_fmt(n)}'.encode()
                          for r, n in samples)
+            if name == DEAD_LETTER_FAMILY[0]:
+                parts.extend(f'{name}{{cluster="{cluster}",namespace="{_escape(ns)}",topic="{_escape(t)}",'
+                             f'subscription="{_escape(s)}",reason="{_escape(r)}"}} {_fmt(n)}'.encode()
+                             for ns, t, s, r, n in snap.dead_letters_by_source)
         for name, kind, help_text in BROKER_FAMILIES:
             parts.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}".encode())
             parts.extend(f'{name}{{cluster="{cluster}"{labels}}} {_fmt(v)}'.encode()
                          for family, labels, v in snap.broker if family == name)
+        parts.append(snap.process)
         for key in [k for k in self._blocks if k not in used]:
             del self._blocks[key]
         return b"\n".join(p for p in parts if p) + b"\n"

@@ -61,9 +61,12 @@ class StatsTracker:
             total_out += n
             out[("out", tname, sname)] = n
             out[("redeliver", tname, sname)] = getattr(sub, "msg_redelivered", 0)
+            out[("expired", tname, sname)] = getattr(sub, "msg_expired", 0)
             for c in sub.consumers:
                 out[("cout", tname, sname, str(id(c)))] = c.msg_out
         out[("out", tname)] = total_out
+        if isinstance(topic, PersistentTopic):  # entries written, broker-side appends too (storage write rate)
+            out[("entries", tname)] = topic.ledger.next_entry_id
         for p in topic.producers:
             out[("pin", tname, str(id(p)))] = p.msg_in
             out[("pbin", tname, str(id(p)))] = p.bytes_in
@@ -211,8 +214,8 @@ class StatsTracker:
             "unackedMessages": sum(sum(c.pending.values()) for c in consumers),
             "type": SUB_TYPE_NAMES.get(sub.sub_type if sub.sub_type is not None else 0, "Exclusive"),
             "activeConsumerName": active,
-            "msgRateExpired": 0.0,
-            "totalMsgExpired": 0,
+            "msgRateExpired": self.rate("expired", tname, sname),
+            "totalMsgExpired": getattr(sub, "msg_expired", 0),
             "consumers": [self._consumer_stats(tname, sname, c, avg) for c in consumers],
             "isDurable": durable,
             "isReplicated": False,

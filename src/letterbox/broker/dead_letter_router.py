@@ -137,8 +137,9 @@ async def move_to_dead_letter(
         except StorageError as exc:
             service.storage_failed("dead_letter", exc, f"{len(moved_ids)} entries of {source.name}/{sub.name}")
             raise
+    service.count_broker_appends(txn.appends)
     for eid in moved_ids:
         sub.settle_acknowledged(eid)
-    service.stats.dead_lettered(reason, moved)
+    service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
     log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
     return moved

@@ -68,5 +68,7 @@ class MessageExpiryMonitor:
                 continue
             for sub in list(topic.subscriptions.values()):
                 if sub.durable:
-                    expired += await expire(sub, ttl, by_namespace_ttl=True)
+                    n = await expire(sub, ttl, by_namespace_ttl=True)
+                    sub.msg_expired += n
+                    expired += n
         return expired

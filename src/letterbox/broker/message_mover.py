@@ -116,10 +116,11 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
         except StorageError as exc:
             service.storage_failed("move", exc, f"{source.name}/{sub.name} {eid}:{req.batch_index}")
             raise
+    service.count_broker_appends(txn.appends)
     if cursor.is_acked(eid):
         sub.settle_acknowledged(eid)
     if req.dead_letter_reason:
-        service.stats.dead_lettered(req.dead_letter_reason, count)
+        service.stats.dead_lettered(req.dead_letter_reason, count, str(source.name), sub.name)
     pos = append.position
     new_id = origin_message_id(pos.ledger_id, pos.entry_id, req.target.partition_index, -1)
     log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)

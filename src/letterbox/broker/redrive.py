@@ -369,6 +369,7 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
         except StorageError as exc:
             service.storage_failed("redrive", exc, f"{len(chunk)} dead letters of {topic.name}")
             raise
+    service.count_broker_appends(txn.appends)  # small hook (compat): redriven messages count as published
     if progress is not None:
         progress.committed(len(chunk), last)
     return len(chunk), last

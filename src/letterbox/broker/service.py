@@ -11,7 +11,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
@@ -38,6 +38,7 @@ from letterbox.security.authentication import AuthenticationService
 from letterbox.security.authorization import AuthorizationService
 from letterbox.storage.data_dir_lock import DataDirLock
 from letterbox.storage.store import Store
+from letterbox.storage.transaction import PendingAppend
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -55,13 +56,17 @@ class BrokerStats:
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.dead_letters_by_reason: dict[str, int] = {}
+        # (source topic, subscription, reason) -> messages dead-lettered from there
+        self.dead_letters_by_source: dict[tuple[str, str, str], int] = {}
         self.dead_letter_rate = DeadLetterRate(clock or RealClock())
         # storage transactions of message moves that failed (the messages stayed where they
         # were), by operation: dead_letter, move, redrive, purge, expire
         self.storage_failures_by_operation: dict[str, int] = {}
 
-    def dead_lettered(self, reason: str, messages: int) -> None:
+    def dead_lettered(self, reason: str, messages: int, topic: str = "", subscription: str = "") -> None:
         self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + messages
+        key = (topic, subscription, reason)
+        self.dead_letters_by_source[key] = self.dead_letters_by_source.get(key, 0) + messages
         self.dead_letter_rate.record(reason, messages)
 
     def storage_failed(self, operation: str) -> int:
@@ -218,6 +223,15 @@ class BrokerService:
             topic = PersistentTopic(self, name, ledger)
         self.topics[key] = topic
         return topic
+
+    def count_broker_appends(self, appends: Iterable[PendingAppend]) -> None:
+        """Count the committed broker-side appends of a transaction (dead letters, moves,
+        redrives) in their target topics' in-counters, as if a producer had sent them."""
+        for append in appends:
+            topic = self.topics.get(append.ledger.name)
+            if topic is not None:
+                topic.msg_in += append.num_messages
+                topic.bytes_in += len(append.data)
 
     def persistent_topic(self, name: TopicName, create: bool = True) -> PersistentTopic:
         """The persistent topic `name`, loaded or (with `create`) created; NotAllowed for a

@@ -126,6 +126,11 @@ class Transaction:
         self._appended[ledger] = self._appended.get(ledger, 0) + 1
         return pending
 
+    @property
+    def appends(self) -> tuple[PendingAppend, ...]:
+        """The appends of this transaction, in order (read-only)."""
+        return tuple(self._appends)
+
     def next_entry_id(self, ledger: ManagedLedger) -> int:
         """The id the next append of this transaction to `ledger` is expected to get."""
         return ledger.next_entry_id + self._appended.get(ledger, 0)
