@@ -60,6 +60,8 @@ def test_min_partitions_and_offsets(spark: Any, spark_broker: BrokerProcess, pcl
     assert latest.count() == 0
 
 
+@pytest.mark.letterbox_extension("the broker dead-letters here through the consumer property "
+                                 "letterbox.dlq.max_redeliveries, a letterbox extension (Apache Pulsar ignores it)")
 def test_dead_letter_topic_is_queryable_with_sql(spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:
     topic = unique("orders")
     dlq = f"{topic}-billing-DLQ"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ from letterbox.failure import (
     DeliverAt,
     DeliveryState,
     FailurePolicy,
+    Nack,
     ReconsumeLater,
     RetryPolicy,
     Terminate,
@@ -42,7 +44,6 @@ from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES, consumer_p
 from letterbox.message_properties import (
     ORIGIN_MESSAGE_ID,
     REAL_TOPIC,
-    REASON_MAX_REDELIVERIES,
     origin_message_id,
 )
 from letterbox.topic_name import PARTITION_SUFFIX, TopicName
@@ -175,10 +176,14 @@ class RetryCore:
         """Without the broker's policy (produce-then-acknowledge fallback): the dead-letter move
         of a message redelivered more than max_redeliver_count times, as Pulsar's Java client
         decides it client-side; None for any other message."""
-        dlp = self.dead_letter_policy
-        if dlp is None or msg.redelivery_count() <= dlp.max_redeliver_count:
+        if msg.redelivery_count() == 0:
             return None
-        return self._dead_letter_move(msg, REASON_MAX_REDELIVERIES, None)
+        # the failure core's decision on the failure that brought this redelivery
+        before = replace(self._state(msg), redelivery_count=msg.redelivery_count() - 1)
+        outcome = decide(before, Nack(), self._policy, _now_ms())
+        if not isinstance(outcome, DeadLetter):
+            return None
+        return self._dead_letter_move(msg, outcome.reason, None)
 
     def plan_terminate(self, msg: pulsar.Message, description: str | None) -> Move:
         """The move of a terminate; raises TerminateWithoutDeadLetterPolicy without a policy."""

@@ -151,4 +151,7 @@ def _admin_redrive(admin_url: str, dlq: str, ids: list[str], auth: AuthOptions) 
             reason = json.loads(exc.read()).get("reason")
         except ValueError:
             reason = exc.reason
-        raise RuntimeError(f"subscription-only redrive of {dlq} refused (HTTP {exc.code}): {reason}") from None
+        hint = ("; the broker has no subscription-only redrive (a letterbox extension: Apache Pulsar and "
+                "letterbox --pulsar-compatible-only have none), redrive without subscription_only instead"
+                if exc.code == 404 else "")
+        raise RuntimeError(f"subscription-only redrive of {dlq} refused (HTTP {exc.code}): {reason}{hint}") from None
