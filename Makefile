@@ -32,7 +32,7 @@ unit: $(STAMP) browser
 # tests/client and the Spark source, sink and pipeline tests a second time against brokers started
 # --pulsar-compatible-only (letterbox extensions off, as Apache Pulsar): the client layer's fallback
 # must pass them too. Tests marked letterbox_extension(reason) need an extension and are deselected.
-# The rest of tests/spark passes there too (make compat-all) but costs ~3 more minutes.
+# The rest of tests/spark passes there too (make compat-all) but costs ~4 more minutes.
 COMPAT_TESTS := tests/client tests/spark/test_batch_read.py tests/spark/test_stream_read.py \
 	tests/spark/test_write.py tests/spark/test_pipeline.py tests/spark/test_cli_pipeline.py
 compat: $(STAMP)
