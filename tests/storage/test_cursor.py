@@ -240,3 +240,23 @@ def test_in_order_and_mixed_acks_move_the_mark_delete_exactly(tmp_path: Path) ->
         assert c.mark_delete.entry_id == 9 and c.backlog() == 10
 
     run_with_store(tmp_path, body)
+
+
+def test_flush_of_a_deleted_cursor_does_not_bring_it_back(tmp_path: Path) -> None:
+    # The redelivery tracker flushes a cursor after a nack's outcome is settled; the
+    # subscription may be deleted (unsubscribe, admin delete) before that flush runs.
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await led.append(b"m", 1, 1)
+        keep, gone = led.open_cursor("keep", "earliest"), led.open_cursor("gone", "earliest")
+        await keep.flush()
+        await gone.flush()
+        await led.delete_cursor("gone")
+        await gone.flush()
+
+    run_with_store(tmp_path, body)
+
+    async def reopened(store: Store) -> None:
+        assert sorted(store.open_ledger("t").cursors()) == ["keep"], "a deleted subscription came back"
+
+    run_with_store(tmp_path, reopened)

@@ -240,8 +240,11 @@ class ManagedCursor:
         return self.txn_lock.locked()
 
     async def flush(self) -> None:
-        """Write the current state now and wait until it is durable."""
+        """Write the current state now and wait until it is durable (a deleted cursor
+        writes nothing: its row stays deleted)."""
         async with self.txn_lock:
+            if self._deleted:
+                return
             self.ledger._cursor_clean(self)
             await self.ledger._write([self._snapshot_op()])
 
