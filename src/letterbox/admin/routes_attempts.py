@@ -12,7 +12,8 @@
 # the rest). A message still unacknowledged answers from the subscription's
 # log; one that was dead-lettered from this subscription answers from its
 # dead letter's DELIVERY_ATTEMPTS (a scan of the dead letter topic's live
-# messages); otherwise the list is empty. A partitioned topic is answered
+# messages, which gives the event loop back every SCAN_YIELD_EVERY dead
+# letters); otherwise the list is empty. A partitioned topic is answered
 # from the partition the id names.
 # POST is what letterbox.client consumers call before each nack (the wire
 # carries no reason, and cannot tell a nack from an ack timeout): the broker
@@ -21,6 +22,7 @@
 # message, 405 non-persistent topic.
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +52,7 @@ ATTEMPTS_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/attempts/{m
 _ID_RE = re.compile(r"([0-9]{1,18}):([0-9]{1,18})(?::(-?[0-9]{1,9})(?::(-?[0-9]{1,9}))?)?")
 ID_FORM = "ledger:entry:partition:batchIndex (e.g. 12:7:-1:-1)"
 ANNOUNCE_FIELDS = ("ending", "reason")
+SCAN_YIELD_EVERY = 256  # dead letters looked at between two turns of the event loop
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
@@ -121,7 +124,11 @@ class AttemptRoutes:
         if service.partitions_of(dlq) > 0 or not service.topic_exists(dlq):
             return None
         prefix = mid.rsplit(":", 1)[0] + ":"
+        seen = 0
         async for dl in live_dead_letters_async(service.persistent_topic(dlq, create=False)):
+            seen += 1
+            if seen % SCAN_YIELD_EVERY == 0:  # a whole-topic scan: let the broker's other work run
+                await asyncio.sleep(0)
             origin = dl.properties.get(ORIGIN_MESSAGE_ID, "")
             if dl.properties.get(DEAD_LETTER_SUBSCRIPTION) != sub.name:
                 continue
