@@ -81,8 +81,12 @@ class AttemptRoutes:
         """The partition, subscription, and the message's ledger, entry and batch index."""
         ledger, entry, partition, batch = parse_message_id(request.match_info["messageId"])
         name: TopicName = topic_name(request)
-        if name.persistent and partition >= 0 and self.admin.service.partitions_of(name) > partition:
+        partitions = self.admin.service.partitions_of(name) if name.persistent and partition >= 0 else 0
+        if 0 <= partition < partitions:
             name = name.partition(partition)
+        elif partitions:
+            raise AdminError(404, f"message {request.match_info['messageId']} names partition {partition}; "
+                                  f"{name} has {partitions} partitions")
         topic = persistent_topic(self.admin, name, "Reading delivery attempts")
         sub = subscription(topic, request.match_info["subscription"])
         own = topic.name.partition_index
