@@ -49,3 +49,22 @@ def test_perf_without_a_broker_says_which_url_in_one_line() -> None:
         assert len(lines) == 1, proc.stderr
         assert f"cannot reach the letterbox broker at {url}" in lines[0]
         assert "is the broker running?" in lines[0]
+
+
+def test_perf_shows_a_live_rate_on_stderr_while_it_runs(broker: BrokerProcess) -> None:
+    import re
+
+    proc = letterbox("perf", "produce", "-u", broker.url, "--topic", "perf-live", "-n", "60000", "--no-batching",
+                     "--json", "--live", "--live-interval", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["messages"] == 60000  # stdout stays pure JSON
+    lines = re.findall(r"^produce: ([\d,]+) msgs, ([\d,]+) msg/s$", proc.stderr, re.M)
+    assert len(lines) >= 2, proc.stderr
+    counts = [int(n.replace(",", "")) for n, _ in lines]
+    assert counts == sorted(counts) and 0 < counts[-1] <= 60000
+    assert any(int(r.replace(",", "")) > 0 for _, r in lines)
+    # not a terminal and no --live: nothing but the result
+    quiet = letterbox("perf", "consume", "-u", broker.url, "--topic", "perf-live", "-n", "60000", "--json",
+                      "--live-interval", "0.05")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "msg/s" not in quiet.stderr

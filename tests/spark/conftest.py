@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -19,14 +20,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    from letterbox.spark.session import local_session
+class LocalSpark:
+    """The tests' local SparkSession, made again if a cluster test module stopped it
+    (one SparkContext per process: tests/spark/test_cluster.py needs its own)."""
 
-    # local[2,4]: two cores, and a failed task is retried (up to 4 attempts) as on a cluster
-    s = local_session("local[2,4]", "letterbox-tests", **{"spark.sql.shuffle.partitions": "2"})
-    yield s
-    s.stop()
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def get(self) -> Any:
+        from pyspark import SparkContext
+
+        from letterbox.spark.session import local_session
+
+        active = SparkContext._active_spark_context
+        if self.session is None or active is None or active is not self.session.sparkContext:
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)  # left by a Spark Connect session
+            # local[2,4]: two cores, and a failed task is retried (up to 4 attempts) as on a cluster
+            self.session = local_session("local[2,4]", "letterbox-tests", **{"spark.sql.shuffle.partitions": "2"})
+        return self.session
+
+    def stop(self) -> None:
+        from pyspark import SparkContext
+
+        if self.session is not None and SparkContext._active_spark_context is self.session.sparkContext:
+            self.session.stop()
+        self.session = None
+
+
+@pytest.fixture(scope="session")
+def local_spark() -> Iterator[LocalSpark]:
+    holder = LocalSpark()
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def spark(local_spark: LocalSpark) -> Any:
+    return local_spark.get()
 
 
 @pytest.fixture(scope="session")

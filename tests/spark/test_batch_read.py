@@ -118,3 +118,48 @@ def test_bad_options_are_reported_by_name(spark: Any, options: dict[str, str], f
     with pytest.raises(Exception) as info:
         reader.load().count()
     assert fragment in str(info.value)
+
+
+def test_an_unreachable_broker_fails_fast_naming_the_url(spark: Any) -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"pulsar://127.0.0.1:{port}"
+    began = time.monotonic()
+    with pytest.raises(Exception) as info:
+        spark.read.format("letterbox").option("service_url", url).option("topic", "t").load().count()
+    assert f"cannot reach the broker at {url}" in str(info.value)
+    assert time.monotonic() - began < 25  # the client's own operation timeout is 30 s, and it would retry
+    stream = spark.readStream.format("letterbox").option("service_url", url).option("topic", "t").load()
+    query = stream.writeStream.format("noop").start()
+    try:
+        with pytest.raises(Exception) as info:
+            query.awaitTermination(60)
+        assert f"cannot reach the broker at {url}" in str(info.value)
+    finally:
+        query.stop()
+
+
+def test_reading_a_topic_that_does_not_exist(spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:
+    missing = unique("never-created")
+    full = f"persistent://public/default/{missing}"
+    base = spark.read.format("letterbox").option("topic", missing)
+    for reader in (base.option("service_url", spark_broker.url).option("admin_url", spark_broker.admin_url),
+                   base.option("service_url", spark_broker.admin_url)):
+        with pytest.raises(Exception) as info:
+            reader.load().count()
+        assert f"topic {full} does not exist" in str(info.value)
+        assert "create_if_missing" in str(info.value)
+    # with create_if_missing it reads as empty, and an existing topic reads as before
+    reader = base.option("service_url", spark_broker.url).option("admin_url", spark_broker.admin_url)
+    assert reader.option("create_if_missing", "true").load().count() == 0
+    pclient.create_producer(missing).send(b"now it exists")
+    assert [bytes(r.value) for r in reader.load().collect()] == [b"now it exists"]
+    partitioned = unique("parted")
+    create_partitioned(spark_broker, partitioned, 2)  # exists before any partition has data
+    empty = spark.read.format("letterbox").option("service_url", spark_broker.url) \
+        .option("admin_url", spark_broker.admin_url).option("topic", partitioned).load()
+    assert empty.count() == 0

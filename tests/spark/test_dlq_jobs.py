@@ -83,3 +83,67 @@ def test_redrive_selects_with_sql_and_is_idempotent(spark: Any, spark_broker: Br
     # nothing went to the other source topic
     other = spark.read.format("letterbox").option("service_url", spark_broker.url).option("topic", a).load()
     assert other.count() == 0
+
+
+LONG_ERROR = ("ValidationError: field 'shipping_address.postal_code' of order does not match the pattern "
+              "for country DE (expected five digits), got 'D-1O115' after normalisation of the input")
+
+
+def fill_readable_dlq(pclient: Any, dlq: str, sources: list[str]) -> list[dict[str, str]]:
+    """40 dead letters over five hours with an empty hour, three reasons, three sources and a long error."""
+    producer = pclient.create_producer(dlq)
+    sent = []
+    for i in range(40):
+        hour = (0, 1, 1, 3, 4, 4, 4, 5)[i % 8]  # nothing in hour 2
+        reason = (mp.REASON_MAX_REDELIVERIES, mp.REASON_TERMINATED, mp.REASON_EXPIRED)[(0, 0, 0, 1, 1, 2, 0, 1)[i % 8]]
+        props = {
+            mp.REAL_TOPIC: f"persistent://public/default/{sources[i % 3 if i % 7 else 0]}",
+            mp.DEAD_LETTER_REASON: reason,
+            mp.DEAD_LETTER_DESCRIPTION: LONG_ERROR if i % 4 == 0 else ("TimeoutError: upstream" if i % 4 != 3 else ""),
+            mp.DEAD_LETTER_TIME: str(HOUR_A + hour * 3_600_000 + i * 1000),
+        }
+        producer.send(f"d{i}".encode(), properties=props)
+        sent.append(props)
+    producer.close()
+    return sent
+
+
+def test_dlq_report_png_shows_the_data(spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path) -> None:
+    from collections import Counter
+
+    from letterbox.spark.dlq_chart import short_label, short_topic
+
+    dlq, sources = unique("readable-DLQ"), [unique("orders"), unique("payments"), unique("shipping")]
+    sent = fill_readable_dlq(pclient, dlq, sources)
+    report = dlq_report(spark, spark_broker.url, dlq, tmp_path / "report")
+    assert report.drawn is not None
+    drawn = report.drawn
+
+    reasons = Counter(p[mp.DEAD_LETTER_REASON] for p in sent)
+    assert drawn.summary == [
+        ("dead letters", "40"),
+        ("first", "2026-01-01 10:00 UTC"),
+        ("last", "2026-01-01 15:00 UTC"),
+        ("time buckets", "per hour"),
+        *[(f"reason: {r}", str(c)) for r, c in sorted(reasons.items(), key=lambda rc: -rc[1])],
+    ]
+    assert dict(drawn.charts["by reason"]) == dict(reasons)
+    by_source = Counter(short_topic(p[mp.REAL_TOPIC]) for p in sent)
+    assert dict(drawn.charts["by source topic"]) == dict(by_source)
+    errors = Counter(short_label(p[mp.DEAD_LETTER_DESCRIPTION] or "(none)") for p in sent)
+    assert dict(drawn.charts["top 3 errors"]) == dict(errors)
+    # the long error is wrapped on two lines and ellipsised, no line over 42 characters
+    [long_label] = [label for label, _ in drawn.charts["top 3 errors"] if label.startswith("ValidationError")]
+    assert long_label.count("\n") == 1 and long_label.endswith("…")
+    assert all(len(line) <= 42 for line in long_label.splitlines())
+    # five hours of data: hourly buckets, the empty hour drawn as 0
+    hours = Counter(int(p[mp.DEAD_LETTER_TIME]) // 3_600_000 for p in sent)
+    first = HOUR_A // 3_600_000
+    assert drawn.charts["by hour (UTC)"] == [
+        (f"2026-01-01 {10 + h:02d}:00", hours.get(first + h, 0)) for h in range(6)]
+    assert drawn.charts["by hour (UTC)"][2][1] == 0
+    # the PNG is the size the report says it drew
+    import matplotlib.image
+
+    png = matplotlib.image.imread(str(report.png_path))
+    assert (png.shape[1], png.shape[0]) == drawn.size_px == (1600, 1200)

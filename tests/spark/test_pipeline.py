@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,21 @@ def _count(fn: Any) -> int:
         return -1
 
 
+def sink_rows(sink: str) -> int:
+    """Rows in the committed batch_id=N directories of a Parquet sink, from the files'
+    footers (no Spark job: cheap to poll while the pipeline has the cores)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for batch in Path(sink).glob("batch_id=*"):
+        try:
+            if (batch / "_SUCCESS").exists():
+                total += sum(pq.read_metadata(f).num_rows for f in batch.glob("*.parquet"))
+        except OSError:  # a batch directory being overwritten
+            continue
+    return total
+
+
 def _read(spark: Any, url: str, topic: str) -> Any:
     return spark.read.format("letterbox").option("service_url", url).option("topic", topic).load()
 
@@ -26,19 +42,30 @@ def _read(spark: Any, url: str, topic: str) -> Any:
 def test_pipeline_routes_20k_records_exactly_once_across_a_worker_kill_and_a_restart(
     spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path
 ) -> None:
+    routes_exactly_once_across_kills_and_a_restart(spark, spark_broker, pclient, tmp_path, 20_000)
+
+
+def routes_exactly_once_across_kills_and_a_restart(
+    spark: Any, spark_broker: BrokerProcess, pclient: Any, tmp_path: Path, n: int,
+    while_running: Callable[[Any], None] | None = None, per_trigger: int = 1000,
+) -> None:
+    """The pipeline over n records (n a multiple of 100, at least 4,000): one Python worker
+    exits mid-task, the driver stops mid-stream and resumes from the checkpoint, and
+    `while_running(query)` (e.g. a Spark worker killed) is called in the second run
+    once it has written more; every assertion is about the final result."""
     topic = unique("orders")
     create_partitioned(spark_broker, topic, 2)
-    n = 20_000
     producer = pclient.create_producer(topic, block_if_queue_full=True, batching_enabled=True)
     for i in range(n):
         producer.send_async(f"r{i}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
     producer.flush()
     marker = str(tmp_path / "worker-killed")
+    kill_at = min(12_345, n * 5 // 8 + 45)  # a record that succeeds at once
 
     def handler(rec: Record) -> Any:
         i = int(rec.value[1:])
         kind = i % 100
-        if i == 12_345 and not os.path.exists(marker):
+        if i == kill_at and not os.path.exists(marker):
             open(marker, "w").close()
             os._exit(1)  # kill this Python worker in the middle of a task, once
         if kind < 10:  # fail once, then succeed
@@ -61,7 +88,7 @@ def test_pipeline_routes_20k_records_exactly_once_across_a_worker_kill_and_a_res
             sink=sink,
             checkpoint=ck,
             policy=RetryPolicy(max_retries=3, delays=(0.5,)),
-            max_records_per_trigger=1000,
+            max_records_per_trigger=per_trigger,
             trigger_interval="500 milliseconds",
         )
 
@@ -69,7 +96,7 @@ def test_pipeline_routes_20k_records_exactly_once_across_a_worker_kill_and_a_res
     dlq = p.topics.dead_letter
     q = p.start()
     try:
-        assert wait_until(lambda: _count(lambda: spark.read.parquet(sink).count()) >= 1500, timeout=180, interval=0.5)
+        assert wait_until(lambda: sink_rows(sink) >= 1500, timeout=180, interval=0.2)
     finally:
         q.stop()  # the driver stops mid-stream; a new query resumes from the checkpoint
     in_sink_before = spark.read.parquet(sink).count()
@@ -78,7 +105,10 @@ def test_pipeline_routes_20k_records_exactly_once_across_a_worker_kill_and_a_res
 
     q = pipeline().start()
     try:
-        assert wait_until(lambda: _count(lambda: spark.read.parquet(sink).count()) >= successes, timeout=240, interval=1)
+        if while_running is not None:
+            assert wait_until(lambda: sink_rows(sink) >= in_sink_before + 500, timeout=180, interval=0.2)
+            while_running(q)
+        assert wait_until(lambda: sink_rows(sink) >= successes, timeout=240, interval=0.5)
         assert wait_until(lambda: _count(lambda: _read(spark, spark_broker.url, dlq).count()) >= n * 6 // 100, timeout=120, interval=1)
         assert wait_until(lambda: backlog(spark_broker, topic, "etl", 2) == 0, timeout=60, interval=0.5)
     finally:

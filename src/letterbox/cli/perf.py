@@ -6,9 +6,12 @@
 # The broker URL comes from -u/--service-url or LETTERBOX_SERVICE_URL like
 # `produce`/`consume`; a short-timeout probe turns "no broker there" into one
 # line; the client's own log goes to /dev/null unless --verbose, so --json
-# output is nothing but JSON.
+# output is nothing but JSON. While it runs, a live rate goes to stderr on a
+# terminal (or with --live): the loops publish their count every `sample`-th
+# message into a LiveRate, which a thread prints once per interval.
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -46,6 +49,32 @@ class PerfResult:
             f"({self.mb_per_sec:.1f} MB/s), latency p50 {self.p50_ms:.1f} ms p99 {self.p99_ms:.1f} ms "
             f"max {self.max_ms:.1f} ms"
         )
+
+
+class LiveRate:
+    """`role: N msgs, R msg/s` on stderr every `interval` seconds while a run goes on."""
+
+    def __init__(self, role: str, interval: float = 1.0) -> None:
+        self.role, self.interval = role, interval
+        self.done = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"perf-{role}-live", daemon=True)
+
+    def __enter__(self) -> LiveRate:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        last, last_t = 0, time.perf_counter()
+        while not self._stop.wait(self.interval):
+            now, done = time.perf_counter(), self.done
+            rate = (done - last) / max(now - last_t, 1e-9)
+            last, last_t = done, now
+            click.echo(f"{self.role}: {done:,} msgs, {rate:,.0f} msg/s", err=True)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -92,7 +121,7 @@ def _perf_client(url: str, topic: str, auth: AuthOptions | None, connect_timeout
 
 def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample: int = 50,
                 binding: bool = False, auth: AuthOptions | None = None,
-                connect_timeout: float = 5.0, verbose: bool = False) -> PerfResult:
+                connect_timeout: float = 5.0, verbose: bool = False, live: LiveRate | None = None) -> PerfResult:
     import _pulsar
     import pulsar
 
@@ -138,7 +167,12 @@ def run_produce(url: str, topic: str, n: int, size: int, batching: bool, sample:
         # client's I/O thread take the GIL, and at one per message that GIL traffic,
         # not the broker, caps the rate at ~30k msg/s. flush() still waits for every
         # receipt; the consumer side counts that all n arrived.
-        send(payload, timed(time.perf_counter()) if i % sample == 0 else None)
+        if i % sample == 0:
+            send(payload, timed(time.perf_counter()))
+            if live is not None:
+                live.done = i
+        else:
+            send(payload, None)
     producer.flush()
     seconds = time.perf_counter() - start
     finished_at = time.time()
@@ -153,7 +187,7 @@ def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 5
                 ready: threading.Event | None = None, ready_file: str | None = None,
                 receiver_queue: int = 10_000, binding: bool = False,
                 auth: AuthOptions | None = None, connect_timeout: float = 5.0,
-                verbose: bool = False) -> PerfResult:
+                verbose: bool = False, live: LiveRate | None = None) -> PerfResult:
     import pulsar
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
@@ -184,6 +218,8 @@ def run_consume(url: str, topic: str, subscription: str, n: int, sample: int = 5
         ack(msg)
         if i % sample == 0:
             lat.append(time.time() * 1000 - msg.publish_timestamp())
+            if live is not None:
+                live.done = i
     seconds = time.perf_counter() - start
     finished_at = time.time()
     consumer.close()
@@ -203,7 +239,16 @@ def _connection_options(f: Callable[..., None]) -> Callable[..., None]:
     f = click.option("--service-url", "-u", "--url", "url", envvar="LETTERBOX_SERVICE_URL",
                      default=DEFAULT_SERVICE_URL, show_default=True,
                      help="Broker URL, pulsar://HOST:PORT or http://HOST:ADMINPORT (env LETTERBOX_SERVICE_URL).")(f)
+    f = click.option("--live/--no-live", default=None,
+                     help="Print the running rate on stderr [default: when stderr is a terminal].")(f)
+    f = click.option("--live-interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+                     help="Seconds between live rate lines.")(f)
     return f
+
+
+def _live(role: str, live: bool | None, interval: float) -> contextlib.AbstractContextManager[LiveRate | None]:
+    show = sys.stderr.isatty() if live is None else live
+    return LiveRate(role, interval) if show else contextlib.nullcontext()
 
 
 @perf.command("produce")
@@ -215,11 +260,12 @@ def _connection_options(f: Callable[..., None]) -> Callable[..., None]:
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
 @auth_options
-def produce_cmd(url: str, connect_timeout: float, verbose: bool, topic: str, messages: int, size: int,
-                batching: bool, binding: bool, as_json: bool) -> None:
+def produce_cmd(url: str, connect_timeout: float, verbose: bool, live: bool | None, live_interval: float,
+                topic: str, messages: int, size: int, batching: bool, binding: bool, as_json: bool) -> None:
     """Publish N messages as fast as the client allows."""
-    r = run_produce(url, topic, messages, size, batching, binding=binding, auth=current_auth(),
-                    connect_timeout=connect_timeout, verbose=verbose)
+    with _live("produce", live, live_interval) as rate:
+        r = run_produce(url, topic, messages, size, batching, binding=binding, auth=current_auth(),
+                        connect_timeout=connect_timeout, verbose=verbose, live=rate)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())
 
 
@@ -233,9 +279,12 @@ def produce_cmd(url: str, connect_timeout: float, verbose: bool, topic: str, mes
 @click.option("--binding", is_flag=True, help="call the client's pybind11 layer directly (less Python per message)")
 @click.option("--json", "as_json", is_flag=True)
 @auth_options
-def consume_cmd(url: str, connect_timeout: float, verbose: bool, topic: str, subscription: str, messages: int,
-                receiver_queue: int, ready_file: str | None, binding: bool, as_json: bool) -> None:
+def consume_cmd(url: str, connect_timeout: float, verbose: bool, live: bool | None, live_interval: float,
+                topic: str, subscription: str, messages: int, receiver_queue: int, ready_file: str | None,
+                binding: bool, as_json: bool) -> None:
     """Receive and acknowledge N messages, one ack per message."""
-    r = run_consume(url, topic, subscription, messages, ready_file=ready_file, receiver_queue=receiver_queue,
-                    binding=binding, auth=current_auth(), connect_timeout=connect_timeout, verbose=verbose)
+    with _live("consume", live, live_interval) as rate:
+        r = run_consume(url, topic, subscription, messages, ready_file=ready_file, receiver_queue=receiver_queue,
+                        binding=binding, auth=current_auth(), connect_timeout=connect_timeout, verbose=verbose,
+                        live=rate)
     click.echo(json.dumps(asdict(r)) if as_json else r.line())

@@ -16,6 +16,11 @@ from letterbox.client.consumer import (
     retry_topic_name,
 )
 from letterbox.client.metrics import REGISTRY, CounterValues, metrics_text
+from letterbox.client.property_errors import (
+    ConsumerPropertyError,
+    check_consumer_properties,
+    subscribe,
+)
 from letterbox.failure import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevels
 
 __all__ = [
@@ -23,13 +28,16 @@ __all__ = [
     "REGISTRY",
     "AsyncRetryConsumer",
     "BrokerMoveError",
+    "ConsumerPropertyError",
     "CounterValues",
     "DeadLetterPolicy",
     "DelayLevels",
     "RetryConsumer",
     "TerminateWithoutDeadLetterPolicy",
+    "check_consumer_properties",
     "dead_letter_topic_name",
     "message_id_text",
     "metrics_text",
     "retry_topic_name",
+    "subscribe",
 ]

@@ -21,6 +21,7 @@ from letterbox import failure
 from letterbox.auth_options import AuthOptions
 from letterbox.client.broker_moves import Move
 from letterbox.client.metrics import ConsumerCounters, CounterValues
+from letterbox.client.property_errors import check_consumer_properties
 from letterbox.failure import (
     DEFAULT_MAX_RECONSUME_TIMES,
     DeadLetter,
@@ -136,6 +137,7 @@ class RetryCore:
         for key, value in consumer_properties_of(self.dead_letter_policy,
                                                  dead_letter_topic=self.dead_letter_topic).items():
             properties.setdefault(key, value)
+        check_consumer_properties(properties)  # a misspelled letterbox.* key: ConsumerPropertyError naming it
         return properties
 
     @staticmethod

@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import re
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +33,37 @@ log = logging.getLogger("letterbox.spark")
 
 class DataLossError(RuntimeError):
     """Messages Spark asked for are no longer stored (deleted by retention)."""
+
+
+def probe_broker(service_url: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, with the URL in the message, when no host of `service_url` accepts
+    a TCP connection (the official client would retry for its whole operation timeout)."""
+    m = re.match(r"^(pulsar|pulsar\+ssl|http|https)://([^/]+)", service_url.strip())
+    if not m:
+        raise SparkOptionError(f"option service_url must look like pulsar://host:6650, got {service_url!r}")
+    scheme, hosts = m.groups()
+    default_port = {"pulsar": 6650, "pulsar+ssl": 6651, "http": 80, "https": 443}[scheme]
+    errors = []
+    for hostport in hosts.split(","):
+        host, _, port = hostport.rpartition(":") if ":" in hostport.strip("[]") else (hostport, "", "")
+        try:
+            with socket.create_connection((host.strip("[]") or hostport, int(port or default_port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{hostport}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+    raise BrokerUnreachableError(f"cannot reach the broker at {service_url} ({'; '.join(errors)}); is it running?")
+
+
+class BrokerUnreachableError(SparkOptionError):
+    """No host of the service URL answers."""
+
+
+def topic_exists(admin_url: str, topic: str, auth: AuthOptions | None = None) -> bool:
+    """Whether `topic` (full name; a partitioned parent or a plain topic) is in its namespace's list."""
+    parent = TopicName.parse(topic).partitioned_parent
+    domain, rest = str(parent).split("://", 1)
+    tenant, ns, _ = rest.split("/", 2)
+    return str(parent) in _namespace_parents(admin_url, domain, tenant, ns, auth or AuthOptions())
 
 
 def open_client(service_url: str, operation_timeout_s: int = 30, auth: AuthOptions | None = None) -> pulsar.Client:
@@ -55,17 +87,22 @@ def pattern_topics(admin_url: str, pattern: str, auth: AuthOptions | None = None
             "option topics_pattern must start with the namespace, e.g. persistent://public/default/orders-.*"
         )
     domain, tenant, ns = m.groups()
-    url = f"{admin_url.rstrip('/')}/admin/v2/{domain}/{tenant}/{ns}"
-    auth = auth or AuthOptions()
-    request = urllib.request.Request(url, headers=auth.http_headers())
-    try:
-        with urllib.request.urlopen(request, timeout=30, context=auth.ssl_context()) as resp:
-            names = json.load(resp)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise SparkOptionError(f"cannot list the topics of {tenant}/{ns} at {url}: {exc}") from None
     rx = re.compile(pattern)
-    parents = {str(TopicName.parse(str(n)).partitioned_parent) for n in names}
-    return sorted(t for t in parents if rx.fullmatch(t))
+    return sorted(t for t in _namespace_parents(admin_url, domain, tenant, ns, auth or AuthOptions()) if rx.fullmatch(t))
+
+
+def _namespace_parents(admin_url: str, domain: str, tenant: str, ns: str, auth: AuthOptions) -> set[str]:
+    """The namespace's topics and partitioned topics (whose partitions may not be listed yet)."""
+    names: list[str] = []
+    for suffix in ("", "/partitioned"):
+        url = f"{admin_url.rstrip('/')}/admin/v2/{domain}/{tenant}/{ns}{suffix}"
+        request = urllib.request.Request(url, headers=auth.http_headers())
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=auth.ssl_context()) as resp:
+                names += [str(n) for n in json.load(resp)]
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise SparkOptionError(f"cannot list the topics of {tenant}/{ns} at {url}: {exc}") from None
+    return {str(TopicName.parse(n).partitioned_parent) for n in names}
 
 
 def position_of(msg: Any) -> Position:

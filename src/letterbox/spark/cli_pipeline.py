@@ -4,7 +4,12 @@
 # imported only when the command runs, so the rest of the CLI stays fast.
 # `run` ends with one summary line on stdout (or one JSON object with --json):
 # the run's micro-batches and records read, sent to the sink, retried and
-# dead-lettered; everything else it says goes to stderr.
+# dead-lettered; everything else it says goes to stderr, including, on a
+# terminal (or with --progress), one line per micro-batch. --master takes
+# local[...], a standalone cluster's spark://host:port or a Spark Connect
+# server's sc://host:port; the handler's module, when it comes from the
+# current directory, is shipped with the job (pickled by value), so the
+# workers need letterbox installed but not the job's directory.
 from __future__ import annotations
 
 import importlib
@@ -12,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +44,30 @@ def load_handler(spec: str) -> Any:
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise click.UsageError(f"module {module_name!r} has no function {attr!r}")
+    _ship_by_value(module)
     return fn
+
+
+def _ship_by_value(module: Any) -> None:
+    """A handler module from the current directory travels with the job: executors and a
+    Spark Connect server do not run in this directory, so they could not import it."""
+    path = getattr(module, "__file__", None)
+    if path is None or not Path(path).resolve().is_relative_to(Path.cwd().resolve()):
+        return
+    from pyspark import cloudpickle
+
+    top = sys.modules[module.__name__.partition(".")[0]]
+    cloudpickle.register_pickle_by_value(top)  # type: ignore[no-untyped-call]
+
+
+def _conf_pairs(values: tuple[str, ...]) -> dict[str, str]:
+    conf = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--conf takes KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
 
 
 @pipeline.command()
@@ -48,7 +77,10 @@ def load_handler(spec: str) -> Any:
 @click.option("--sink", required=True, help="Directory for the Parquet output (one batch_id=N folder per micro-batch).")
 @click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
 @click.option("--checkpoint", help="Spark checkpoint directory [<sink>/../<subscription>-checkpoint].")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master (ignored under spark-submit).")
+@click.option("--master", default="local[*]", show_default=True,
+              help="local[N], a standalone cluster's spark://HOST:7077 or a Spark Connect server's sc://HOST:15002.")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="Spark configuration for the session, e.g. spark.executor.memory=2g (repeatable).")
 @click.option("--max-retries", type=int, default=3, show_default=True)
 @click.option("--delays", help="Comma-separated delays per retry, e.g. 1s,10s,1m (default: the seed delay levels).")
 @click.option("--dlq-topic", help="Dead letter topic [<topic>-<subscription>-DLQ].")
@@ -57,6 +89,8 @@ def load_handler(spec: str) -> Any:
 @click.option("--trigger-interval", default="1 second", show_default=True)
 @click.option("--stop-after-idle", type=float, help="Stop once no record arrived for this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as one JSON object.")
+@click.option("--progress/--no-progress", default=None,
+              help="One line per micro-batch on stderr [default: when stderr is a terminal].")
 @auth_options
 def run(
     handler: str,
@@ -66,6 +100,7 @@ def run(
     service_url: str,
     checkpoint: str | None,
     master: str,
+    confs: tuple[str, ...],
     max_retries: int,
     delays: str | None,
     dlq_topic: str | None,
@@ -74,6 +109,7 @@ def run(
     trigger_interval: str,
     stop_after_idle: float | None,
     as_json: bool,
+    progress: bool | None,
 ) -> None:
     """Run HANDLER (MODULE:FUNCTION) over TOPIC as a Spark streaming pipeline."""
     from letterbox.failure import parse_seconds
@@ -90,9 +126,11 @@ def run(
     if max_records_per_trigger is not None and max_records_per_trigger < 1:
         raise click.UsageError("--max-records-per-trigger must be at least 1")
     ck = checkpoint or str(Path(sink).resolve().parent / f"{subscription}-checkpoint")
-    from letterbox.spark.session import local_session
+    conf = _conf_pairs(confs)
+    show = sys.stderr.isatty() if progress is None else progress
+    from letterbox.spark.session import spark_session
 
-    spark = local_session(master, f"letterbox-pipeline-{subscription}")
+    spark = spark_session(master, f"letterbox-pipeline-{subscription}", **conf)
     try:
         p = Pipeline(
             spark=spark,
@@ -115,18 +153,16 @@ def run(
     query = p.start()
     click.echo(f"pipeline {subscription}: {p.topics.source} -> {sink}; retries {list(p.topics.tiers.values())}; DLQ {p.topics.dead_letter}", err=True)
     try:
-        if stop_after_idle is None:
-            query.awaitTermination()
-        else:
-            _until_idle(query, stop_after_idle)
+        _watch(query, p, stop_after_idle, show)
     except KeyboardInterrupt:
         pass
     finally:
         query.stop()
         totals = p.totals()
+        failure = query.exception()  # asked before the session stops (Spark Connect needs it)
         spark.stop()
-    if query.exception() is not None:
-        raise click.ClickException(f"the pipeline failed: {query.exception()}")
+    if failure is not None:
+        raise click.ClickException(f"the pipeline failed: {failure}")
     click.echo(json.dumps({"subscription": subscription, **totals}) if as_json
                else summary_line(subscription, totals))
 
@@ -136,18 +172,94 @@ def summary_line(subscription: str, totals: dict[str, int]) -> str:
             f"{totals['ok']} to the sink, {totals['retried']} retried, {totals['dead_lettered']} dead-lettered")
 
 
-def _until_idle(query: Any, idle_s: float) -> None:
+def progress_line(batch: dict[str, int], lag: int | None) -> str:
+    records = batch["ok"] + batch["retry"] + batch["dead"]
+    return (f"batch {batch['batch_id']}: {records} records in, {batch['ok']} ok, {batch['retry']} retried, "
+            f"{batch['dead']} dead-lettered, lag {'?' if lag is None else lag}")
+
+
+def _input_rows(progress: Any) -> int:
+    n = getattr(progress, "numInputRows", None)
+    if n is None and hasattr(progress, "get"):
+        n = progress.get("numInputRows")
+    return int(n or 0)
+
+
+def source_lag(progress: Any, source: str, latest: Callable[[str], tuple[int, int]]) -> int | None:
+    """Entries of the source topic's partitions between where the batch ended (the query's
+    endOffset, {"<partition topic>": [ledger, next entry]}) and `latest(partition topic)`."""
+    try:
+        end = json.loads(progress["sources"][0]["endOffset"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if not isinstance(end, dict):
+        return None
+    lag = 0
+    for topic, (ledger, entry) in end.items():
+        if topic != source and not topic.startswith(source + "-partition-"):
+            continue  # the retry tiers' backlog is not the source's lag
+        last_ledger, last_entry = latest(topic)
+        lag += max(0, last_entry - int(entry)) if last_ledger == ledger else max(0, last_entry)
+    return lag
+
+
+class LagProbe:
+    """The source partitions' current ends, asked with the official client (probe subscriptions)."""
+
+    def __init__(self, service_url: str, auth: Any) -> None:
+        self.service_url, self.auth = service_url, auth
+        self.client: Any = None
+
+    def __call__(self, topic: str) -> tuple[int, int]:
+        from letterbox.spark.broker_io import last_position, open_client
+
+        if self.client is None:
+            self.client = open_client(self.service_url, auth=self.auth)
+        pos = last_position(self.client, topic)
+        return (pos.ledger, pos.entry) if not pos.is_earliest else (-1, 0)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+def _watch(query: Any, pipeline: Any, idle_s: float | None, show: bool) -> None:
+    """Wait for the query (until it is idle for idle_s, if given), printing a line per batch."""
+    probe = LagProbe(pipeline.service_url, pipeline.auth)
+    try:
+        _watch_query(query, pipeline, idle_s, show, probe)
+    finally:
+        probe.close()
+
+
+def _watch_query(query: Any, pipeline: Any, idle_s: float | None, show: bool, probe: LagProbe) -> None:
+    # Progress entries are told apart by (batch id, timestamp), not by count: Spark keeps
+    # only the last 100 (spark.sql.streaming.numRecentProgressUpdates).
     last_data = time.monotonic()
-    seen = 0
+    seen: tuple[Any, ...] | None = None
+    printed = 0
     while query.isActive:
         progress = query.recentProgress
-        if len(progress) != seen:
-            if any(p["numInputRows"] > 0 for p in progress[seen:]):
+        newest = _progress_key(progress[-1]) if progress else None
+        if newest != seen:
+            fresh = [p for p in progress if seen is None or _progress_key(p) > seen]
+            if any(_input_rows(p) > 0 for p in fresh):
                 last_data = time.monotonic()
-            seen = len(progress)
-        if time.monotonic() - last_data > idle_s and not query.status["isTriggerActive"]:
+            seen = newest
+            if show:
+                batches = pipeline.batch_counts()
+                for b in batches[printed:]:
+                    lag = source_lag(progress[-1], pipeline.topics.source, probe) if progress else None
+                    click.echo(progress_line(b, lag), err=True)
+                printed = len(batches)
+        idle = time.monotonic() - last_data > idle_s if idle_s is not None else False
+        if idle and seen is not None and not query.status["isTriggerActive"]:  # a first trigger has run
             return
         time.sleep(0.2)
+
+
+def _progress_key(progress: Any) -> tuple[Any, ...]:
+    return (int(progress["batchId"]), str(progress["timestamp"]))
 
 
 @pipeline.command("dlq-report")

@@ -1,8 +1,10 @@
 # Dead-letter analysis on Spark: read a DLQ topic with the `letterbox` data
 # source and count its messages by reason, source topic (REAL_TOPIC), error
-# text (DEAD_LETTER_DESCRIPTION, first line, 120 characters) and hour
-# (DEAD_LETTER_TIME, else the publish time). The result is four small pandas
-# tables, written as a text report and a PNG with one bar chart per table.
+# text (DEAD_LETTER_DESCRIPTION, first line, 120 characters), hour and a time
+# bucket (DEAD_LETTER_TIME, else the publish time) of a minute, an hour or a
+# day, chosen from the span of the data so the time chart has a readable
+# number of bars. The result is small pandas tables, written as a text report
+# and a PNG (dlq_chart.py) whose content the report also returns (`drawn`).
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +13,25 @@ from typing import Any
 
 from letterbox import message_properties as mp
 from letterbox.auth_options import AuthOptions
+from letterbox.spark.dlq_chart import Drawn, draw, short_topic
+
+MINUTE_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000
+MAX_BUCKETS = 60
+
+
+def time_bucket(span_ms: int) -> tuple[str, int]:
+    """The finest of minute / hour / day that cuts `span_ms` into at most MAX_BUCKETS buckets."""
+    for name, size in (("minute", MINUTE_MS), ("hour", HOUR_MS)):
+        if span_ms // size < MAX_BUCKETS:
+            return name, size
+    return "day", DAY_MS
+
+
+def bucket_label(start_ms: int, bucket: str) -> str:
+    import datetime as dt
+
+    t = dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC)
+    return t.strftime({"minute": "%Y-%m-%d %H:%M", "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d"}[bucket])
 
 
 @dataclass
@@ -22,6 +43,11 @@ class DlqReport:
     by_hour: Any
     text_path: Path
     png_path: Path
+    by_time: Any = None  # [time, count] per `time_bucket`, every bucket from the first to the last
+    time_bucket: str = "hour"
+    first_ms: int | None = None
+    last_ms: int | None = None
+    drawn: Drawn | None = None  # what the PNG shows
 
     def text(self) -> str:
         parts = [f"dead letters: {self.total}"]
@@ -50,6 +76,7 @@ def dead_letters(spark: Any, service_url: str, dlq_topic: str, auth: AuthOptions
         .withColumn("source", F.coalesce(props.getItem(mp.REAL_TOPIC), F.lit("(unknown)")))
         .withColumn("error", F.when(error == "", F.lit("(none)")).otherwise(error))
         .withColumn("hour", F.date_format(F.date_trunc("hour", when), "yyyy-MM-dd HH:00"))
+        .withColumn("when_ms", F.unix_millis(when))
     )
 
 
@@ -57,7 +84,7 @@ def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path
                auth: AuthOptions | None = None) -> DlqReport:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = dead_letters(spark, service_url, dlq_topic, auth).select("reason", "source", "error", "hour").cache()
+    df = dead_letters(spark, service_url, dlq_topic, auth).select("reason", "source", "error", "hour", "when_ms").cache()
     try:
         total = df.count()
         tables = {
@@ -65,8 +92,20 @@ def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path
             for dim in ("reason", "source", "error", "hour")
         }
         pd_tables = {dim: t.limit(top_errors if dim == "error" else 1000).toPandas() for dim, t in tables.items()}
+        bounds = df.agg({"when_ms": "min"}).first(), df.agg({"when_ms": "max"}).first()
+        first_ms = None if bounds[0] is None else bounds[0][0]
+        last_ms = None if bounds[1] is None else bounds[1][0]
+        bucket, size = time_bucket((last_ms or 0) - (first_ms or 0))
+        per_bucket = {int(r[0]): int(r[1]) for r in
+                      df.groupBy((df.when_ms - df.when_ms % size).alias("b")).count().collect() if r[0] is not None}
     finally:
         df.unpersist()
+    import pandas as pd
+
+    starts = [] if first_ms is None or last_ms is None else \
+        list(range(first_ms - first_ms % size, last_ms - last_ms % size + 1, size))
+    by_time = pd.DataFrame({"time": [bucket_label(b, bucket) for b in starts],
+                            "count": [per_bucket.get(b, 0) for b in starts]})
     report = DlqReport(
         total,
         pd_tables["reason"],
@@ -75,37 +114,40 @@ def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path
         pd_tables["hour"],
         out / "dlq-report.txt",
         out / "dlq-report.png",
+        by_time=by_time,
+        time_bucket=bucket,
+        first_ms=first_ms,
+        last_ms=last_ms,
     )
     report.text_path.write_text(report.text())
-    _chart(report, dlq_topic)
+    report.drawn = _chart(report, dlq_topic)
     return report
 
 
-def _chart(report: DlqReport, dlq_topic: str) -> None:
-    import matplotlib
+def summary_rows(report: DlqReport) -> list[tuple[str, str]]:
+    """The PNG's text panel: total, time range, bucket and the count per reason."""
+    rows = [("dead letters", str(report.total))]
+    if report.first_ms is not None and report.last_ms is not None:
+        rows.append(("first", bucket_label(report.first_ms, "minute") + " UTC"))
+        rows.append(("last", bucket_label(report.last_ms, "minute") + " UTC"))
+    rows.append(("time buckets", f"per {report.time_bucket}"))
+    rows += [(f"reason: {r}", str(int(c))) for r, c in zip(report.by_reason["reason"], report.by_reason["count"],
+                                                            strict=True)]
+    return rows
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(14, 9))
-    panels = [
-        (axes[0][0], report.by_reason, "reason", "by reason"),
-        (axes[0][1], report.by_source, "source", "by source topic"),
-        (axes[1][0], report.by_error, "error", "top errors"),
-        (axes[1][1], report.by_hour, "hour", "by hour (UTC)"),
-    ]
-    for ax, table, col, title in panels:
-        labels = [str(v)[:50] for v in table[col]] if len(table) else []
-        if col == "hour":
-            ax.bar(range(len(labels)), list(table["count"]) if len(table) else [], color="#4c72b0")
-            ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
-        else:
-            ax.barh(range(len(labels)), list(table["count"]) if len(table) else [], color="#c44e52")
-            ax.set_yticks(range(len(labels)), labels, fontsize=7)
-            ax.invert_yaxis()
-        ax.set_title(title)
-        ax.set_xlabel("dead letters" if col != "hour" else "")
-    fig.suptitle(f"{dlq_topic}: {report.total} dead letters")
-    fig.tight_layout()
-    fig.savefig(report.png_path, dpi=100)
-    plt.close(fig)
+def _pairs(table: Any, col: str) -> list[tuple[str, int]]:
+    return [(str(v), int(c)) for v, c in zip(table[col], table["count"], strict=True)] if len(table) else []
+
+
+def _chart(report: DlqReport, dlq_topic: str) -> Drawn:
+    sources = [(short_topic(s), c) for s, c in _pairs(report.by_source, "source")]
+    return draw(
+        report.png_path,
+        f"{short_topic(dlq_topic)}: {report.total} dead letters",
+        summary_rows(report),
+        [("by reason", _pairs(report.by_reason, "reason"), False),
+         ("by source topic", sources, False),
+         (f"top {len(report.by_error)} errors", _pairs(report.by_error, "error"), True)],
+        (f"by {report.time_bucket} (UTC)", _pairs(report.by_time, "time")),
+    )

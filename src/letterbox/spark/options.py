@@ -110,6 +110,8 @@ class ReadOptions:
     # jobs that read the messages themselves in their tasks, like the pipeline)
     emit: str = "records"
     auth: AuthOptions = field(default_factory=AuthOptions)
+    # read a named topic that does not exist (yet) as empty instead of failing
+    create_if_missing: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -152,6 +154,7 @@ class ReadOptions:
             arrow_batch_size=_int(options, "arrow_batch_size", 10_000, 1) or 10_000,
             emit=_emit(options),
             auth=_auth(options),
+            create_if_missing=_bool(options, "create_if_missing", False),
         )
 
 

@@ -16,7 +16,9 @@ from letterbox.spark.broker_io import (
     open_client,
     partition_topics,
     pattern_topics,
+    probe_broker,
     read_range,
+    topic_exists,
 )
 from letterbox.spark.offsets import EARLIEST, Position
 from letterbox.spark.options import OffsetSpec, ReadOptions, SparkOptionError
@@ -31,10 +33,28 @@ class PartitionTopic:
     index: int  # partition index, -1 when not partitioned
 
 
+def check_source(opts: ReadOptions) -> None:
+    """Before any client call: the broker answers (in seconds, naming the URL), and the named
+    topics exist unless create_if_missing (checked through the admin API, so only when its
+    address is known: admin_url, or an http(s) service_url)."""
+    probe_broker(opts.service_url)
+    admin = _admin_address(opts)
+    if opts.create_if_missing or admin is None:
+        return
+    for t in opts.topics:
+        if not topic_exists(admin, t, opts.auth):
+            raise SparkOptionError(f"topic {t} does not exist; set the option create_if_missing=true to read "
+                                   "it anyway (as empty until something is published)")
+
+
+def _admin_address(opts: ReadOptions) -> str | None:
+    return opts.admin_url or (opts.service_url if opts.service_url.startswith("http") else None)
+
+
 def resolve_topics(opts: ReadOptions, client: pulsar.Client) -> list[PartitionTopic]:
     topics = list(opts.topics)
     if opts.topics_pattern is not None:
-        admin = opts.admin_url or (opts.service_url if opts.service_url.startswith("http") else None)
+        admin = _admin_address(opts)
         if admin is None:
             raise SparkOptionError("option topics_pattern needs admin_url (the broker's admin HTTP address)")
         topics = pattern_topics(admin, opts.topics_pattern, opts.auth)

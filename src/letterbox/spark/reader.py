@@ -14,6 +14,7 @@ from letterbox.spark.options import ReadOptions
 from letterbox.spark.planning import (
     PartitionTopic,
     TopicRange,
+    check_source,
     read_partition,
     resolve,
     resolve_topics,
@@ -28,6 +29,7 @@ class LetterboxBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
+        check_source(self.opts)
         client = open_client(self.opts.service_url, auth=self.opts.auth)
         try:
             ranges = []

@@ -43,6 +43,7 @@ from letterbox.spark.options import ReadOptions
 from letterbox.spark.planning import (
     PartitionTopic,
     TopicRange,
+    check_source,
     read_partition,
     resolve,
     resolve_topics,
@@ -123,6 +124,7 @@ class LetterboxStreamReader(DataSourceStreamReader):
 
     def _setup(self) -> list[PartitionTopic]:
         if self._client is None:
+            check_source(self.opts)
             self._client = open_client(self.opts.service_url, auth=self.opts.auth)
         if time.monotonic() - self._resolved_at > _RESOLVE_EVERY_S or not self._topics:
             self._topics = resolve_topics(self.opts, self._client)

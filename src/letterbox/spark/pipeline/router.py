@@ -59,6 +59,7 @@ SINK_ARROW_SCHEMA = pa.schema(
         pa.field("publish_time", pa.timestamp("us", tz="UTC")),
     ]
 )
+COUNTS_KEY = "__letterbox_outcome_counts__"  # key of a task's count row (message_id null)
 SINK_DDL = (
     "key string, value binary, properties map<string,string>, topic string, "
     "message_id string, attempt int, publish_time timestamp"
@@ -213,6 +214,15 @@ class Router:
             pub.close()
 
 
+def count_row(counts: dict[str, int]) -> pa.RecordBatch:
+    """A task's outcome counts as one sink-shaped row (message_id null)."""
+    return pa.RecordBatch.from_pylist(
+        [{"key": COUNTS_KEY, "value": b"", "properties": [(k, str(v)) for k, v in counts.items()],
+          "topic": None, "message_id": None, "attempt": None, "publish_time": None}],
+        schema=SINK_ARROW_SCHEMA,
+    )
+
+
 def _error_text(exc: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text[:2000]
@@ -220,14 +230,16 @@ def _error_text(exc: BaseException) -> str:
 
 def route_ranges(
     cfg: RouterConfig, read_timeout_ms: int, fail_on_data_loss: bool, chunk: int = 10_000,
-    counters: dict[str, Any] | None = None,
+    counters: dict[str, Any] | None = None, count_rows: bool = False,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of one micro-batch: its input rows are position
     ranges (the `letterbox` source with emit=ranges); each range is read here
     with the official client and routed, so records enter the JVM only once,
     as sink rows. `counters` (Spark accumulators keyed ok / retry / dead) get
     the task's outcome counts once its retries and dead letters are stored;
-    Spark merges the updates of successful tasks only."""
+    Spark merges the updates of successful tasks only. With count_rows the
+    task ends with one extra row instead: key COUNTS_KEY, message_id null and
+    the counts in its properties (for Spark Connect, which has no accumulators)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Sink rows are yielded as they come: if the task fails later (a
@@ -251,6 +263,8 @@ def route_ranges(
             router.flush()  # every retry / dead letter is stored before the task can succeed
             for name, acc in (counters or {}).items():
                 acc.add(router.counts[name])
+            if count_rows:
+                yield count_row(router.counts)
         finally:
             router.close()
             client.close()

@@ -8,11 +8,17 @@
 # overwriting that directory when a batch is re-run after a restart, so the
 # sink holds every success exactly once. With count_outcomes the driver
 # keeps totals of this run (micro-batches; records to the sink, retried,
-# dead-lettered) in Spark accumulators: figures for a summary, not a ledger
-# (a batch re-run after a restart is counted again).
+# dead-lettered) per micro-batch: in Spark accumulators on a classic session;
+# through Spark Connect (no accumulators there, and foreachBatch runs on the
+# server) each task adds one count row to its output, which is split from the
+# sink rows and written as a small JSON file per batch under
+# `<checkpoint>/letterbox-counts/run=<run id>/batch-<N>`, read back through the session.
+# Figures for a summary, not a ledger (a batch re-run after a restart is
+# counted again).
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +28,16 @@ from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
 from letterbox.spark.pipeline.router import SINK_DDL, RouterConfig, route_ranges
 
 SinkFn = Callable[[Any, int], None]
+OUTCOMES = ("ok", "retry", "dead")
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (SparkSession.builder.remote(...))."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # pragma: no cover - PySpark without the Connect client
+        return False
+    return isinstance(spark, ConnectSession)
 
 
 def parquet_sink(path: str) -> SinkFn:
@@ -62,17 +78,35 @@ class Pipeline:
     def __post_init__(self) -> None:
         self.topics = PipelineTopics.build(self.topic, self.subscription, self.policy, self.dead_letter_topic)
         self.batches = 0
+        self.connect = is_connect(self.spark)
+        self.run_id = uuid.uuid4().hex[:12]
+        self.history: list[dict[str, int]] = []  # per micro-batch counts (classic session)
         self._counters: dict[str, Any] | None = None
-        if self.count_outcomes:
+        if self.count_outcomes and not self.connect:
             sc = self.spark.sparkContext
-            self._counters = {name: sc.accumulator(0) for name in ("ok", "retry", "dead")}
+            self._counters = {name: sc.accumulator(0) for name in OUTCOMES}
+
+    @property
+    def counts_dir(self) -> str:
+        return f"{self.checkpoint.rstrip('/')}/letterbox-counts/run={self.run_id}"
+
+    def batch_counts(self) -> list[dict[str, int]]:
+        """This run's micro-batches so far, oldest first: {batch_id, ok, retry, dead}."""
+        if not self.connect or not self.count_outcomes:
+            return list(self.history)
+        try:
+            rows = self.spark.read.schema("batch_id long, ok long, retry long, dead long").json(
+                f"{self.counts_dir}/batch-*").collect()
+        except Exception:  # no batch written yet: the directory does not exist
+            return []
+        return sorted(({k: int(r[k]) for k in ("batch_id", *OUTCOMES)} for r in rows), key=lambda b: b["batch_id"])
 
     def totals(self) -> dict[str, int]:
         """This run's micro-batches and outcomes so far (zeros without count_outcomes)."""
-        counts = {name: int(acc.value) for name, acc in (self._counters or {}).items()}
-        ok, retry, dead = counts.get("ok", 0), counts.get("retry", 0), counts.get("dead", 0)
-        return {"batches": self.batches, "records": ok + retry + dead, "ok": ok, "retried": retry,
-                "dead_lettered": dead}
+        batches = self.batch_counts()
+        ok, retry, dead = (sum(b[name] for b in batches) for name in OUTCOMES)
+        return {"batches": len(batches) if self.count_outcomes else self.batches, "records": ok + retry + dead,
+                "ok": ok, "retried": retry, "dead_lettered": dead}
 
     def source(self) -> Any:
         reader = (
@@ -91,10 +125,34 @@ class Pipeline:
 
     def process_batch(self, df: Any, batch_id: int) -> None:
         cfg = RouterConfig(self.service_url, self.topics, self.policy, self.handler, self.vectorized, self.auth)
-        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True, counters=self._counters), SINK_DDL)
         sink = parquet_sink(self.sink) if isinstance(self.sink, str) else self.sink
+        if self.count_outcomes and self.connect:
+            self._process_counting_rows(df, batch_id, cfg, sink)
+            return
+        before = {name: int(acc.value) for name, acc in (self._counters or {}).items()}
+        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True, counters=self._counters), SINK_DDL)
         sink(routed, batch_id)
         self.batches += 1
+        if self._counters is not None:
+            self.history.append({"batch_id": batch_id, **{name: int(acc.value) - before[name]
+                                                          for name, acc in self._counters.items()}})
+
+    def _process_counting_rows(self, df: Any, batch_id: int, cfg: RouterConfig, sink: SinkFn) -> None:
+        """Spark Connect: the tasks' count rows travel with the sink rows (persisted, so the
+        handler runs once per record) and this batch's totals are written beside the checkpoint."""
+        from pyspark.sql import functions as F
+
+        routed = df.mapInArrow(route_ranges(cfg, self.read_timeout_ms, True, count_rows=True), SINK_DDL).persist()
+        try:
+            sink(routed.where(F.col("message_id").isNotNull()), batch_id)
+            parts = routed.where(F.col("message_id").isNull()).select("properties").collect()
+        finally:
+            routed.unpersist()
+        totals = {name: sum(int(r.properties[name]) for r in parts) for name in OUTCOMES}
+        spark = df.sparkSession
+        row = spark.createDataFrame([(batch_id, totals["ok"], totals["retry"], totals["dead"])],
+                                    "batch_id long, ok long, retry long, dead long")
+        row.coalesce(1).write.mode("overwrite").json(f"{self.counts_dir}/batch-{batch_id}")
 
     def start(self) -> Any:
         """Start the streaming query and return it (a StreamingQuery)."""
