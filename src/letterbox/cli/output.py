@@ -33,8 +33,14 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+# C0 and C1 control characters and DEL, shown escaped in table cells: client-supplied text
+# (a nack's reason, a key) must not add rows to a table or drive the operator's terminal
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROL.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "") -> None:
-    cells = [[fmt(c) for c in row] for row in rows]
+    cells = [[fmt(c).translate(_CONTROL) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, c in enumerate(row):
