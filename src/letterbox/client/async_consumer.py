@@ -95,8 +95,9 @@ class AsyncRetryConsumer(RetryCore):
             admin_auth=admin_auth, subscribe_kwargs=subscribe_kwargs,
         ), move_retry_seconds)
         self._client = client
-        atomic = await self._moves.has_atomic_move(self.topic)  # None: unreachable, asked again later
+        # checked before any HTTP session opens: a refused letterbox.* property leaks nothing
         properties = self.subscribe_properties(subscribe_kwargs.pop("properties", None))
+        atomic = await self._moves.has_atomic_move(self.topic)  # None: unreachable, asked again later
         self._main = await client.subscribe(self.topic, subscription_name, consumer_type=consumer_type,
                                             properties=properties, **subscribe_kwargs)
         if self.retry_topic is not None:
