@@ -202,3 +202,16 @@ def test_async_retry_consumer_falls_back(compat_broker: BrokerProcess, caplog: p
     assert dead.properties()["DEAD_LETTER_REASON"] == "max-redeliveries" and dead.data() == b"x"
     client.close()
     assert len(_fallback_logs(caplog)) == 1
+
+
+def test_spark_subscription_only_redrive_names_the_missing_extension(compat_broker: BrokerProcess) -> None:
+    """The one Spark job with no Pulsar equivalent fails with an error that says so."""
+    from letterbox.auth_options import AuthOptions
+    from letterbox.spark.redrive import _admin_redrive
+
+    dlq = new_topic("orders") + "-s-DLQ"
+    client = _client(compat_broker)
+    client.create_producer(dlq).close()
+    with pytest.raises(RuntimeError, match=r"HTTP 404.*no subscription-only redrive.*without subscription_only"):
+        _admin_redrive(compat_broker.admin_url, dlq, ["1:0:-1:-1"], AuthOptions())
+    client.close()
