@@ -77,6 +77,8 @@ def test_extension_routes_answer_404_and_pulsar_routes_work(compat_broker: Broke
     for method, url in extensions:
         assert _status(url, method, b"{}" if method == "POST" else None) == 404, (method, url)
     assert _status(f"{base}/stats") == 200
+    client.create_producer(f"{NS}letterbox").close()  # a topic named "letterbox" is no extension route
+    assert _status(f"{compat_broker.admin_url}/admin/v2/persistent/public/default/letterbox/stats") == 200
     assert _status(f"{compat_broker.admin_url}/admin/v2/namespaces/public/default/topics") == 200
     assert "pulsar-compatible-only: letterbox extensions are off" in compat_broker.log()
     client.close()
