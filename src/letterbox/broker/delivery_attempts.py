@@ -29,9 +29,7 @@ from letterbox.failure.attempts import (
     EXPIRED,
     TERMINATED,
     Attempt,
-    append_row,
     clip_reason,
-    decode_rows,
     ending_for,
     last_reason,
 )
@@ -66,7 +64,8 @@ class DeliveryAttempts:
         """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
         sub = self.sub
         cursor = sub.cursor
-        deliveries = cursor.deliveries
+        delivery_times = cursor.deliveries.delivery_times
+        add = cursor.add_attempt
         limit = sub.topic.service.config.attempt_log_size
         announces = consumer is not None and consumer.metadata.get(ANNOUNCES_FAILURES) == "true"
         name, address = (consumer.name, consumer.cnx.remote) if consumer is not None else (None, None)
@@ -82,9 +81,8 @@ class DeliveryAttempts:
             if said is None and collateral:
                 continue
             ending = ending_for(event, said[0] if said else None, announces)
-            attempt = Attempt(deliveries.delivery_times(eid)[1], now, name, address, ending,
-                              said[1] if said else None)
-            cursor.set_attempts(eid, append_row(deliveries.attempts.get(eid), attempt, limit))
+            # a row as Attempt.to_row lays it out, added without re-encoding the log
+            add(eid, (delivery_times(eid)[1], now, name, address, ending, said[1] if said else None), limit)
 
     def forget_announced(self, entry_id: int) -> None:
         if self._announced:
@@ -100,8 +98,7 @@ class DeliveryAttempts:
             return []
         if batch_index is not None and batch_index >= 0 and batch_index in cursor.acked_indexes(entry_id):
             return []
-        text = cursor.deliveries.attempts.get(entry_id)
-        return decode_rows(text) if text else []
+        return [Attempt.from_row(r) for r in cursor.deliveries.attempts.get_rows(entry_id)]
 
     def last_failure_reason(self, entry_id: int) -> str | None:
         """The reason a client gave for the latest failure of the message that has one."""

@@ -4,7 +4,7 @@
 # plain set: readers rarely ack out of order.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from letterbox.storage.delivery_state import DeliveryState
 from letterbox.storage.position import Position
@@ -40,6 +40,10 @@ class MemoryCursor:
     def set_attempts(self, entry_id: int, rows: str) -> None:
         if not self.is_acked(entry_id):
             self.deliveries.attempts.set(entry_id, rows)
+
+    def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None:
+        if not self.is_acked(entry_id):
+            self.deliveries.attempts.append(entry_id, row, limit)
 
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         if due_ms is None:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +60,7 @@ class Attempt:
         return [self.delivered_at_ms, self.ended_at_ms, self.consumer, self.address, self.ending, self.reason]
 
     @classmethod
-    def from_row(cls, row: list[Any]) -> Attempt:
+    def from_row(cls, row: Sequence[Any]) -> Attempt:
         delivered, ended, consumer, address, ending, reason = row
         return cls(int(delivered), int(ended), consumer, address, str(ending), reason)
 

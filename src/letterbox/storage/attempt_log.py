@@ -1,6 +1,10 @@
 # The delivery attempt log of one subscription (issue 14, item 1): entry id ->
-# that entry's failed deliveries, as one compact JSON text per entry (rows
-# written by letterbox.failure.attempts; this module does not read them).
+# that entry's failed deliveries (rows built by letterbox.failure.attempts).
+# In memory an entry's log is a tuple of row tuples (`append` adds one without
+# decoding or encoding anything) or, until it changes, the JSON text it was
+# stored or set as; the JSON text of a changed entry is encoded once per write,
+# by the writer thread (AttemptChanges.upserts): the tuples are immutable, so a
+# write op holds them as they were when it was made.
 # It belongs to the subscription's persisted state: a durable cursor writes
 # the entries that changed since its last write (`take_changes`) in the SAME
 # CursorWriteOp as its state record, into the table attempt_logs (one row per
@@ -9,7 +13,7 @@
 # write never rewrites the logs of entries that did not change.
 # Records written before the table existed may carry the logs as `"a"`
 # (from_doc reads them; they move to the table with the next write).
-# Memory: one str per entry that failed at least once (its rows bounded by the
+# Memory: one str or tuple of rows per entry that failed at least once (its rows bounded by the
 # broker's attempt_log_size) and, for a durable cursor, the ids changed since
 # the last write; nothing for entries that never failed.
 # Invariants: no key is an acknowledged entry (forget / forget_through run
@@ -17,24 +21,45 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
+Row = tuple[Any, ...]
+Rows = tuple[Row, ...]
+Log = str | Rows  # JSON text as stored, or the rows themselves
 
-@dataclass
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def encode(log: Log) -> str:
+    return log if isinstance(log, str) else _encode(log)
+
+
+def decode(log: Log) -> Rows:
+    return log if isinstance(log, tuple) else tuple(tuple(r) for r in json.loads(log))
+
+
 class AttemptChanges:
-    """What one cursor write does to the attempt_logs rows of its cursor."""
+    """What one cursor write does to the attempt_logs rows of its cursor (`upserts`
+    encodes the changed logs when the write applies them, off the event loop)."""
 
-    upserts: list[tuple[int, str]] = field(default_factory=list)
-    deletes: list[int] = field(default_factory=list)
-    replace_all: bool = False  # delete every row of the cursor first
+    __slots__ = ("_upserts", "deletes", "replace_all")
+
+    def __init__(self, upserts: list[tuple[int, Log]] | None = None, deletes: list[int] | None = None,
+                 replace_all: bool = False) -> None:
+        self._upserts = upserts or []
+        self.deletes = deletes or []
+        self.replace_all = replace_all  # delete every row of the cursor first
+
+    @property
+    def upserts(self) -> list[tuple[int, str]]:
+        return [(e, encode(log)) for e, log in self._upserts]
 
 
 class AttemptLog:
     __slots__ = ("_all", "_changed", "durable", "rows")
 
     def __init__(self) -> None:
-        self.rows: dict[int, str] = {}
+        self.rows: dict[int, Log] = {}
         self.durable = False  # a durable cursor's: changes are tracked for its writes
         self._changed: set[int] = set()
         self._all = False
@@ -43,10 +68,26 @@ class AttemptLog:
         return len(self.rows)
 
     def get(self, entry_id: int) -> str | None:
-        return self.rows.get(entry_id)
+        """The entry's log as JSON text (None: no log)."""
+        log = self.rows.get(entry_id)
+        return None if log is None else encode(log)
+
+    def get_rows(self, entry_id: int) -> Rows:
+        """The entry's rows, oldest first (() for no log)."""
+        log = self.rows.get(entry_id)
+        return () if log is None else decode(log)
 
     def set(self, entry_id: int, text: str) -> None:
         self.rows[entry_id] = text
+        if self.durable:
+            self._changed.add(entry_id)
+
+    def append(self, entry_id: int, row: Row, limit: int) -> None:
+        """Add one row to the entry's log, keeping its last `limit` rows."""
+        rows = self.rows
+        log = rows.get(entry_id)
+        new = (row,) if log is None else (*decode(log), row)
+        rows[entry_id] = new if len(new) <= limit else new[-limit:]
         if self.durable:
             self._changed.add(entry_id)
 

@@ -125,6 +125,12 @@ class ManagedCursor:
             self.deliveries.attempts.set(entry_id, rows)
             self._touch()
 
+    def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None:
+        """Add one row to an unacked entry's attempt log (its last `limit` kept)."""
+        if not self.is_acked(entry_id):
+            self.deliveries.attempts.append(entry_id, row, limit)
+            self._touch()
+
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         """Record (or with None, drop) when a pending backoff of the entry ends."""
         if due_ms is None:
