@@ -21,6 +21,8 @@ def _topic() -> str:
     return f"props-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.letterbox_extension("asserts the broker's refusal of a bad letterbox.* consumer property; a "
+                                 "--pulsar-compatible-only broker ignores those properties, as Apache Pulsar")
 def test_official_client_alone_gives_a_bare_error(client: pulsar.Client) -> None:
     with pytest.raises(pulsar.exceptions.NotAllowedError) as info:
         client.subscribe(_topic(), "s", properties={"letterbox.dlq.max_redelivery": "3"})
@@ -53,6 +55,8 @@ def test_good_properties_subscribe(client: pulsar.Client) -> None:
     consumer.close()
 
 
+@pytest.mark.letterbox_extension("asserts the broker's refusal of a bad letterbox.* consumer property; a "
+                                 "--pulsar-compatible-only broker ignores those properties, as Apache Pulsar")
 def test_the_brokers_refusal_is_translated(client: pulsar.Client) -> None:
     # the refusal as it comes from the broker (no client-side check first): explained the same way
     props = {"letterbox.dlq.max_redelivery": "3"}
