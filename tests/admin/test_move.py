@@ -70,6 +70,7 @@ def test_move_errors(api: Any, client: pulsar.Client) -> None:
         (path, {"messageId": _mid(msg)}, 400, "target"),
         (path, {**good, "properties": {"k": 1}}, 400, "properties"),
         (path, {**good, "deliverAfterMs": -5}, 400, "deliverAfterMs"),
+        (path, {**good, "deadLetterReason": "oops\nmy own words"}, 400, "deadLetterReason must be one of"),
         (path, {**good, "deliverAfterMs": 864_000_001}, 412, "deliverAfterMs"),
         (path, {**good, "target": "non-persistent://public/default/np"}, 412, "persistent"),
         (path, {**good, "target": "persistent://tenant-only"}, 412, "invalid topic name"),

@@ -21,6 +21,7 @@ from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, name_field, topic_name
 from letterbox.broker.message_mover import MoveRequest, move_message
 from letterbox.broker.topic import PersistentTopic
+from letterbox.message_properties import DEAD_LETTER_REASONS
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ def _parse(body: Any, topic: PersistentTopic) -> MoveRequest:
     if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
         raise AdminError(400, "deliverAfterMs must be a non-negative integer")
     reason, description = (_optional_str(body, key) for key in ("deadLetterReason", "description"))
+    if reason is not None and reason not in DEAD_LETTER_REASONS:
+        # a category, not free text (that goes in "description"): it labels metric series
+        raise AdminError(400, f"deadLetterReason must be one of {', '.join(DEAD_LETTER_REASONS)} "
+                              f"(got {reason[:80]!r}); put free text in description")
     initial = name_field(body, "initialSubscription", "subscription")
     return MoveRequest(
         entry_id=entry_id,
