@@ -17,6 +17,7 @@ from letterbox.admin.topic_lookup import partition_targets, persistent_topic, su
 from letterbox.broker import subscription_admin as ops
 from letterbox.broker.namespace_limits import check_new_subscription
 from letterbox.broker.topic import PersistentTopic
+from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
@@ -37,6 +38,22 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_post(SUB + "/resetcursor", routes.reset_to_message)
     router.add_post(SUB + "/expireMessages/{seconds}", routes.expire)
     router.add_post(TOPIC_BASE + "/all_subscription/expireMessages/{seconds}", routes.expire_all)
+
+
+async def _expire_each(subs: list[Subscription], seconds: int) -> None:
+    """Expire in each subscription, every due message before answering. A storage failure
+    after some were expired answers 503 saying so (they stay expired; the rest is as it
+    was, and calling again finishes the job)."""
+    done = 0
+    for sub in subs:
+        try:
+            done += await ops.expire(sub, seconds)
+        except StorageError as exc:
+            done += exc.expired if isinstance(exc, ops.ExpiryInterrupted) else 0
+            if not done:
+                raise  # nothing changed: the usual 503
+            raise AdminError(503, f"storage unavailable after {done} entries were expired (they stay "
+                                  f"expired, the rest is unchanged; call again to finish): {exc}") from exc
 
 
 def message_position(topic: PersistentTopic, body: Any, default_latest: bool = True) -> int:
@@ -139,16 +156,13 @@ class SubscriptionRoutes:
 
     async def expire(self, request: web.Request) -> web.Response:
         seconds = path_int(request, "seconds", "Expire time in seconds", minimum=0)
-        for sub in self._subs_everywhere(request, "Expire messages"):
-            await ops.expire(sub, seconds)
+        await _expire_each(self._subs_everywhere(request, "Expire messages"), seconds)
         return no_content()
 
     async def expire_all(self, request: web.Request) -> web.Response:
         seconds = path_int(request, "seconds", "Expire time in seconds", minimum=0)
-        for topic in partition_targets(self.admin, topic_name(request), "Expire messages"):
-            for sub in list(topic.subscriptions.values()):
-                if sub.durable:
-                    await ops.expire(sub, seconds)
+        targets = partition_targets(self.admin, topic_name(request), "Expire messages")
+        await _expire_each([s for t in targets for s in list(t.subscriptions.values()) if s.durable], seconds)
         return no_content()
 
     def _subs_everywhere(self, request: web.Request, what: str) -> list[Subscription]:

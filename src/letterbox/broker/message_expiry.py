@@ -5,7 +5,8 @@
 # decides): dead-lettered with reason "expired" where a dead-letter policy
 # applies, acknowledged otherwise (as Pulsar does); dead letter and retry
 # topics are left alone by a namespace TTL. Pulsar checks every few minutes; letterbox checks every
-# CHECK_SECONDS, so a message outlives its TTL by at most that much. Both the
+# CHECK_SECONDS, so a message outlives its TTL by at most that much (plus the time a
+# check takes: one check expires every message then due, however many). Both the
 # check period and a message's age are read on the broker's clock (service.clock).
 from __future__ import annotations
 

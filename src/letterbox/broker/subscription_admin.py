@@ -11,16 +11,22 @@
 # What expiry does is the failure core's decision (decide(Expired)): dead-letter
 # (reason "expired") when a dead-letter policy applies, else acknowledge; a
 # namespace TTL leaves dead letter and retry topics alone. The internal
-# subscription that marks redriven/purged dead letters never expires.
+# subscription that marks redriven/purged dead letters never expires. Expiry
+# judges every entry by its own publish time (entry order is not publish-time
+# order), and one call works through the whole backlog, a chunk per storage
+# transaction, before it returns.
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import move_to_dead_letter
 from letterbox.broker.dead_letters import HANDLED_SUBSCRIPTION
+from letterbox.broker.expiry_scan import due_entries
 from letterbox.failure import (
     Acknowledge,
     DeadLetter,
+    DeadLetterPolicy,
     DeliveryState,
     Expired,
     dead_letter_policy_for,
@@ -35,7 +41,8 @@ if TYPE_CHECKING:
     from letterbox.broker.subscription import Subscription
     from letterbox.storage.entry import Entry
 
-DEAD_LETTER_CHUNK = 500
+EXPIRE_CHUNK = 500  # entries dead-lettered per storage transaction of an expiry
+ACK_CHUNK = 65_536  # entries acknowledged per storage transaction of an expiry
 
 
 def disconnect_consumers(sub: Subscription) -> None:
@@ -115,12 +122,47 @@ def entry_at_time(sub: Subscription, timestamp_ms: int) -> int:
     return sub.topic.ledger.find_entry_by_publish_time(timestamp_ms).entry_id
 
 
+async def _ack_entries(sub: Subscription, entry_ids: list[int]) -> None:
+    """Acknowledge `entry_ids` durably (one transaction for a durable subscription; its
+    in-memory state changes only once it committed)."""
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        cursor.ack(entry_ids)
+        return
+    service = sub.topic.service
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)
+        first, last = entry_ids[0], entry_ids[-1]
+        if first == cursor.mark_delete.entry_id + 1 and last - first + 1 == len(entry_ids):
+            txn.ack_cumulative(cursor, last)  # the common case: a run from the mark-delete position
+        else:
+            txn.ack(cursor, entry_ids)
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed("expire", exc, f"{sub.topic.name}/{sub.name}: {len(entry_ids)} entries")
+            raise
+
+
+class ExpiryInterrupted(StorageError):
+    """A storage failure after part of an expiry was done: `expired` entries stay
+    expired, the rest is as it was (a new call finishes the job)."""
+
+    def __init__(self, expired: int, cause: StorageError) -> None:
+        super().__init__(str(cause))
+        self.expired = expired
+
+
 async def expire(
     sub: Subscription, max_age_seconds: int, now_ms: int | None = None, by_namespace_ttl: bool = False
 ) -> int:
-    """Expire unacknowledged messages published more than `max_age_seconds` ago, as
-    the failure core decides (dead-letter, acknowledge, or leave a failure topic
-    alone under a namespace TTL). Returns the entries expired."""
+    """Expire every unacknowledged message published more than `max_age_seconds` ago
+    (on the broker's clock), as the failure core decides (dead-letter, acknowledge, or
+    leave a failure topic alone under a namespace TTL), before returning. Works through
+    the entries up to the last one confirmed when called, EXPIRE_CHUNK entries per
+    dead-letter transaction (ACK_CHUNK per acknowledgement). A storage failure raises
+    (ExpiryInterrupted if chunks before it were done: those stay expired, the failed one
+    is untouched, a new call finishes the job). Returns the entries expired."""
     if sub.name == HANDLED_SUBSCRIPTION:
         return 0  # its acknowledgements are redrive/purge marks, not consumption
     now_ms = sub.topic.service.clock.now_ms() if now_ms is None else now_ms
@@ -130,20 +172,46 @@ async def expire(
     outcome = decide(state, Expired(by_namespace_ttl), policy, now_ms)
     if not isinstance(outcome, Acknowledge | DeadLetter):
         return 0
-    boundary = sub.topic.ledger.find_entry_by_publish_time(now_ms - max_age_seconds * 1000 + 1).entry_id
-    dl = dead_letter_policy_for(state, policy)
-    if isinstance(outcome, Acknowledge) or dl is None:
-        ids = unacked_entries(sub, below=boundary)
-        await _ack_through(sub, boundary - 1, "expire")
-        return len(ids)
+    cutoff = now_ms - max_age_seconds * 1000
+    dl = dead_letter_policy_for(state, policy) if isinstance(outcome, DeadLetter) else None  # None: ack
+    last = sub.topic.ledger.last_confirmed.entry_id
+    position = sub.cursor.mark_delete.entry_id + 1
     expired = 0
-    while True:
-        ids = unacked_entries(sub, below=boundary, limit=DEAD_LETTER_CHUNK)
-        if not ids:
-            return expired
-        await move_to_dead_letter(sub, ids, outcome.reason, dl.dead_letter_topic, dl.initial_subscription_name)
-        _forget(sub, ids)
-        expired += len(ids)
+    try:
+        while position <= last:
+            position, done = await _expire_chunk(sub, outcome, dl, cutoff, position, last)
+            expired += done
+    except StorageError as exc:
+        if expired:
+            raise ExpiryInterrupted(expired, exc) from exc
+        raise
+    return expired
+
+
+async def _expire_chunk(
+    sub: Subscription, outcome: Acknowledge | DeadLetter, dl: DeadLetterPolicy | None,
+    cutoff: int, position: int, last: int,
+) -> tuple[int, int]:
+    """Expire the next chunk of due entries from `position` in one storage transaction;
+    returns where to go on from and the entries expired."""
+    if dl is not None and isinstance(outcome, DeadLetter):
+        ids, position = due_entries(sub, cutoff, position, last, EXPIRE_CHUNK)
+        if ids:
+            await move_to_dead_letter(sub, ids, outcome.reason, dl.dead_letter_topic, dl.initial_subscription_name)
+    else:
+        ids = []
+        while position <= last and len(ids) < ACK_CHUNK:  # due_entries gives control back
+            found, position = due_entries(sub, cutoff, position, last, ACK_CHUNK - len(ids))
+            ids += found
+            if position <= last:
+                await asyncio.sleep(0)  # a long backlog: let the loop run meanwhile
+        if ids:
+            await _ack_entries(sub, ids)
+    if not ids:
+        await asyncio.sleep(0)
+        return position, 0
+    _forget(sub, ids)
+    return position, len(ids)
 
 
 def peek_nth(sub: Subscription, n: int) -> Entry | None:

@@ -32,6 +32,7 @@ _STAT_FIELDS = (
     "msgOutCounter", "bytesInCounter", "bytesOutCounter", "averageMsgSize", "storageSize",
     "backlogSize",
 )
+EXPIRE_TIMEOUT = 3600.0  # seconds an expire-messages call may take (it answers when all is done)
 SUB_OPTION = click.option("--subscription", "-s", required=True, help="Subscription name.")
 FORCE_OPTION = click.option("--force", "-f", is_flag=True, help="Close connected producers and consumers first.")
 
@@ -252,11 +253,13 @@ def topics_reset_cursor(a: AdminContext, topic: TopicName, subscription: str, wh
 @click.option("--expireTime", "-t", "expire", required=True,
               help="Expire messages older than this: seconds, or 10m, 1h, 3d.")
 def topics_expire(a: AdminContext, topic: TopicName, subscription: str, expire: str) -> None:
-    """Acknowledge a subscription's messages older than the given time."""
+    """Expire a subscription's messages older than the given time (dead-lettered where a
+    dead-letter policy applies, else acknowledged); waits until all of them are done."""
     seconds = parse_duration_seconds(expire, "'-t' / '--expireTime'")
     if seconds < 0:
         raise click.BadParameter(f"{expire!r} is negative", param_hint="'-t' / '--expireTime'")
-    a.client.request("POST", f"{_sub_path(topic, subscription)}/expireMessages/{seconds}")
+    # the broker answers once the whole backlog is done: a large one takes longer than a request
+    a.client.request("POST", f"{_sub_path(topic, subscription)}/expireMessages/{seconds}", timeout=EXPIRE_TIMEOUT)
     a.done(f"Expired messages older than {seconds}s on {topic} subscription {subscription}",
            topic=str(topic), subscription=subscription, expireTimeInSeconds=seconds)
 

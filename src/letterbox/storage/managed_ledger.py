@@ -276,7 +276,7 @@ class ManagedLedger:
         self._store._read_range(self.ledger_id, entry_id, entry_id, 1, out)
         return out[0] if out else None
 
-    def _publish_time(self, entry_id: int) -> int | None:
+    def publish_time(self, entry_id: int) -> int | None:
         e = self._cache.get(entry_id)
         if e is not None:
             return e.publish_time
@@ -286,7 +286,7 @@ class ManagedLedger:
         lo, hi = self._first, self._lc + 1
         while lo < hi:
             mid = (lo + hi) // 2
-            pt = self._publish_time(mid)
+            pt = self.publish_time(mid)
             if pt is None or pt >= ts_ms:
                 hi = mid
             else:

@@ -351,6 +351,18 @@ class Store:
         ).fetchone()
         return int(row[0])
 
+    def publish_time_range(self, ledger_id: int, first: int, last: int) -> tuple[int, int] | None:
+        """The smallest and largest publish times of the stored entries first..last
+        (None: none stored)."""
+        if self._reader is None:
+            raise StoreClosedError("store is not open")
+        row = self._reader.execute(
+            "SELECT MIN(publish_time), MAX(publish_time) FROM entries "
+            "WHERE ledger_id = ? AND entry_id BETWEEN ? AND ?",
+            (ledger_id, first, last),
+        ).fetchone()
+        return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
+
     def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None:
         if self._reader is None:
             raise StoreClosedError("store is not open")
