@@ -51,15 +51,22 @@ def _dlq_summary(base: str, dlq: str) -> dict[str, Any]:
     return found[0] if found else {"messages": 0, "byReason": {}}
 
 
-def _dead_letters(client: pulsar.Client, dlq: str) -> list[bytes]:
-    """Every payload in the dead letter topic, in order (a reader from the earliest)."""
+def _dead_letters(client: pulsar.Client, dlq: str, expected: int) -> list[bytes]:
+    """The payloads of the dead letter topic, in order (a reader from the earliest): exactly
+    `expected` of them (fails naming how many arrived if fewer, or if there are more)."""
     reader = client.create_reader(T + dlq, pulsar.MessageId.earliest, receiver_queue_size=2000)
     out: list[bytes] = []
-    while reader.has_message_available():
-        msg = reader.read_next(30_000)
-        assert msg.properties()["DEAD_LETTER_REASON"] == "expired", msg.properties()
-        out.append(msg.data())
-    reader.close()
+    try:
+        while len(out) < expected:
+            try:
+                msg = reader.read_next(60_000)
+            except pulsar.Timeout:
+                pytest.fail(f"{dlq}: {len(out)} of {expected} dead letters read, then none for 60 s")
+            assert msg.properties()["DEAD_LETTER_REASON"] == "expired", msg.properties()
+            out.append(msg.data())
+        assert not reader.has_message_available(), f"{dlq} holds more than {expected} dead letters"
+    finally:
+        reader.close()
     return out
 
 
@@ -101,7 +108,7 @@ def test_one_call_expires_a_10000_message_backlog(
         dlq = f"{name}-sub-DLQ"
         if dead_letter:
             assert _dlq_summary(base, dlq)["byReason"] == {"expired": N}
-            letters = _dead_letters(client, dlq)
+            letters = _dead_letters(client, dlq, N)
             assert len(letters) == N and sorted(letters) == sorted(payloads)  # each exactly once
         else:
             assert _dlq_summary(base, dlq)["messages"] == 0
@@ -171,12 +178,12 @@ def test_publish_times_out_of_entry_order(broker: BrokerProcess, dead_letter: bo
         assert _post(base, f"{P}/{name}/subscription/sub/expireMessages/3600") == 204
         assert _backlog(base, name) == total - len(old)
         if dead_letter:
-            assert sorted(_dead_letters(client, dlq)) == sorted(old)
+            assert sorted(_dead_letters(client, dlq, len(old))) == sorted(old)
 
         assert _post(base, f"{P}/{name}/subscription/sub/expireMessages/0") == 204
         assert _backlog(base, name) == len(future)  # not older than 0 s yet: kept
         if dead_letter:
-            assert sorted(_dead_letters(client, dlq)) == sorted(old + fresh)
+            assert sorted(_dead_letters(client, dlq, len(old) + len(fresh))) == sorted(old + fresh)
         else:
             assert _dlq_summary(base, dlq)["messages"] == 0
         assert sorted(_remaining(client, name, len(future))) == sorted(future)
@@ -210,7 +217,7 @@ def test_namespace_ttl_expires_everything_due_in_one_check(tmp_path: Path) -> No
         assert wait_until(lambda: call(base, "GET", "/admin/v2/letterbox/clock")[1]["ttlCheckedAtMs"] == target, 180)
         assert _backlog(base, name) == 0
         assert _dlq_summary(base, f"{name}-sub-DLQ")["byReason"] == {"expired": N}
-        letters = _dead_letters(client, f"{name}-sub-DLQ")
+        letters = _dead_letters(client, f"{name}-sub-DLQ", N)
         assert len(letters) == N and sorted(letters) == sorted(payloads)
         client.close()
     finally:
@@ -243,7 +250,7 @@ def test_disk_full_in_the_middle_of_a_large_expiry(small_fs: Path, broker_factor
         status, answer = call(base, "POST", f"{P}/full/subscription/sub/expireMessages/0")
         assert status == 204, (status, answer, moved)
         assert _backlog(base, "full") == 0
-        letters = _dead_letters(client, "full-sub-DLQ")
+        letters = _dead_letters(client, "full-sub-DLQ", total)
         assert len(letters) == total and sorted(letters) == sorted(payloads)  # each exactly once
     finally:
         client.close()
