@@ -170,3 +170,40 @@ def test_bad_input(broker: BrokerProcess, method: str, path: str, body: Any, sta
 def test_unknown_namespace_404(broker: BrokerProcess) -> None:
     status, err = call(broker.admin_url, "POST", "/admin/v2/namespaces/public/nowhere/maxProducersPerTopic", "3")
     assert status == 404 and "does not exist" in err["reason"]
+
+
+def test_subscription_dispatch_rate(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "limits/rate")
+    _set(broker, base + "/subscriptionDispatchRate", {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1})
+    assert call(broker.admin_url, "GET", base + "/subscriptionDispatchRate")[1]["dispatchThrottlingRateInMsg"] == 5
+    topic = "persistent://limits/rate/t"
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(20):
+        producer.send(str(i).encode())
+    start = time.monotonic()
+    got = [consumer.receive(30_000).data() for _ in range(20)]
+    elapsed = time.monotonic() - start
+    assert got == [str(i).encode() for i in range(20)]
+    assert elapsed >= 2.5  # 20 messages at 5 per second: at least 3 window turns
+    status, err = call(broker.admin_url, "POST", base + "/dispatchRate",
+                       json.dumps({"dispatchThrottlingRateInMsg": 5, "relativeToPublishRate": True}))
+    assert status == 412 and "relativeToPublishRate" in err["reason"]
+
+
+def test_inactive_topic_policies_delete_idle_topics(broker: BrokerProcess, client: Any) -> None:
+    base = _namespace(broker, "limits/idle")
+    _set(broker, base + "/inactiveTopicPolicies", {"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
+                                                   "maxInactiveDurationSeconds": 1, "deleteWhileInactive": True})
+    listing = "/admin/v2/persistent/limits/idle"
+    producer = client.create_producer("persistent://limits/idle/gone", batching_enabled=False)
+    producer.send(b"x")
+    consumer = client.subscribe("persistent://limits/idle/kept", "s")
+    client.create_producer("persistent://limits/idle/kept").send(b"unread")
+    consumer.close()  # no clients, but a backlog: not caught up, kept
+    producer.close()
+    assert wait_until(lambda: "persistent://limits/idle/gone" not in call(broker.admin_url, "GET", listing)[1], 20)
+    assert "persistent://limits/idle/kept" in call(broker.admin_url, "GET", listing)[1]
+    status, err = call(broker.admin_url, "POST", base + "/inactiveTopicPolicies",
+                       json.dumps({"inactiveTopicDeleteMode": "whenever", "maxInactiveDurationSeconds": 1}))
+    assert status == 400 and "inactiveTopicDeleteMode" in err["reason"]

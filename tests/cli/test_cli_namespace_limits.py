@@ -45,3 +45,23 @@ def test_namespace_limit_verbs(broker: BrokerProcess, client: Any) -> None:
     gone = admin(broker, "namespaces", "set-max-consumers-per-topic", "clilim/none",
                  "--max-consumers-per-topic", "2")
     assert gone.exit_code == 1 and "404" in gone.stderr
+
+
+def test_dispatch_rate_and_inactive_topic_verbs(broker: BrokerProcess) -> None:
+    admin(broker, "tenants", "create", "clilim")
+    ok(admin(broker, "namespaces", "create", "clilim/rates"))
+    ok(admin(broker, "namespaces", "set-subscription-dispatch-rate", "clilim/rates", "-md", "100"))
+    out = ok_json(admin(broker, "namespaces", "get-subscription-dispatch-rate", "clilim/rates", "-o", "json"))
+    assert out["dispatchThrottlingRateInMsg"] == 100 and out["ratePeriodInSecond"] == 1
+    ok(admin(broker, "namespaces", "set-dispatch-rate", "clilim/rates", "-bd", "1048576", "-dt", "2"))
+    assert "dispatchThrottlingRateInByte=1048576" in ok(admin(broker, "namespaces", "get-dispatch-rate",
+                                                              "clilim/rates"))
+    ok(admin(broker, "namespaces", "set-inactive-topic-policies", "clilim/rates", "-e", "-t", "1h",
+             "-m", "delete_when_no_subscriptions"))
+    assert "maxInactiveDurationSeconds=3600" in ok(admin(broker, "namespaces", "get-inactive-topic-policies",
+                                                         "clilim/rates"))
+    ok(admin(broker, "namespaces", "remove-inactive-topic-policies", "clilim/rates"))
+    assert ok(admin(broker, "namespaces", "get-inactive-topic-policies", "clilim/rates")).strip() == "not set"
+    bad = admin(broker, "namespaces", "set-inactive-topic-policies", "clilim/rates", "-t", "1h",
+                "-m", "delete_when_no_subscriptions")
+    assert bad.exit_code == 2 and "--enable-delete-while-inactive" in bad.stderr

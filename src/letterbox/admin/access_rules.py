@@ -51,7 +51,8 @@ _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadL
                 "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy",
                 # limits on topics (admin/routes_namespace_limits.py)
                 "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
-                "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation")
+                "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation", "/dispatchRate",
+                "/subscriptionDispatchRate", "/inactiveTopicPolicies")
 _SCHEMAS = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 

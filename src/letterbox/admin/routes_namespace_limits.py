@@ -3,7 +3,8 @@
 # destination_storage|message_age], GET .../backlogQuotaMap), maxProducersPerTopic,
 # maxConsumersPerTopic, maxUnackedMessagesPerConsumer,
 # maxUnackedMessagesPerSubscription (body: an integer >= 0, 0 = no limit),
-# delayedDelivery ({"active", "tickTime"}) and autoTopicCreation
+# dispatchRate and subscriptionDispatchRate ({"dispatchThrottlingRateInMsg",
+# "dispatchThrottlingRateInByte", "ratePeriodInSecond"}), delayedDelivery ({"active", "tickTime"}) and autoTopicCreation
 # ({"allowAutoTopicCreation", "topicType", "defaultNumPartitions"}). Bodies are
 # validated completely before anything is stored (400 malformed or unknown
 # field, 412 out of range). What they do is broker/topic_policies.py's and
@@ -17,7 +18,9 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body
 from letterbox.admin.routes_namespace_policies import MAX_INT32, PolicyRoutes, _object
+from letterbox.broker import inactive_topics
 from letterbox.broker import topic_policies as tp
+from letterbox.broker.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
@@ -34,7 +37,10 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
         router.add_get(NAMESPACE_BASE + path, routes.getter(key))
         router.add_post(NAMESPACE_BASE + path, routes.setter(key, _count(path[1:])))
         router.add_delete(NAMESPACE_BASE + path, routes.remover(key))
-    for path, key, validate in (("/delayedDelivery", tp.DELAYED_DELIVERY, _delayed_delivery),
+    for path, key, validate in (("/dispatchRate", TOPIC_RATE, _dispatch_rate),
+                                ("/subscriptionDispatchRate", SUBSCRIPTION_RATE, _dispatch_rate),
+                                ("/delayedDelivery", tp.DELAYED_DELIVERY, _delayed_delivery),
+                                ("/inactiveTopicPolicies", inactive_topics.POLICY_KEY, _inactive_topics),
                                 ("/autoTopicCreation", tp.AUTO_TOPIC_CREATION, _auto_topic_creation)):
         router.add_get(NAMESPACE_BASE + path, routes.getter(key))
         router.add_post(NAMESPACE_BASE + path, routes.setter(key, validate))
@@ -54,6 +60,42 @@ def _count(what: str) -> Any:
         return body
 
     return validate
+
+
+def _dispatch_rate(body: Any) -> dict[str, Any]:
+    obj = _object(body, "Dispatch rate", ("dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte",
+                                          "ratePeriodInSecond", "relativeToPublishRate"))
+    out: dict[str, Any] = {}
+    for key, default, low in (("dispatchThrottlingRateInMsg", -1, -1), ("dispatchThrottlingRateInByte", -1, -1),
+                              ("ratePeriodInSecond", 1, 1)):
+        value = obj.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AdminError(400, f"{key} must be an integer, got {value!r}")
+        if not low <= value <= MAX_INT64:
+            raise AdminError(412, f"{key} must be at least {low}, got {value}")
+        out[key] = value
+    if obj.get("relativeToPublishRate", False) is not False:
+        raise AdminError(412, "relativeToPublishRate is not supported by letterbox: give absolute rates")
+    out["relativeToPublishRate"] = False
+    return out
+
+
+def _inactive_topics(body: Any) -> dict[str, Any]:
+    obj = _object(body, "Inactive topic policies", ("inactiveTopicDeleteMode", "maxInactiveDurationSeconds",
+                                                    "deleteWhileInactive"))
+    mode = obj.get("inactiveTopicDeleteMode", inactive_topics.MODES[0])
+    if mode not in inactive_topics.MODES:
+        raise AdminError(400, f"inactiveTopicDeleteMode must be one of {', '.join(inactive_topics.MODES)}, "
+                              f"got {mode!r}")
+    seconds = obj.get("maxInactiveDurationSeconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise AdminError(400, f"maxInactiveDurationSeconds must be an integer, got {seconds!r}")
+    if not 0 <= seconds <= MAX_INT32:
+        raise AdminError(412, f"maxInactiveDurationSeconds must be between 0 and {MAX_INT32}, got {seconds}")
+    delete = obj.get("deleteWhileInactive", True)
+    if not isinstance(delete, bool):
+        raise AdminError(400, f"deleteWhileInactive must be true or false, got {delete!r}")
+    return {"inactiveTopicDeleteMode": mode, "maxInactiveDurationSeconds": seconds, "deleteWhileInactive": delete}
 
 
 def _delayed_delivery(body: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from ssl import SSLContext
@@ -26,14 +25,12 @@ from letterbox.admin.compat_mode import pulsar_compatible_middleware
 from letterbox.admin.http_errors import errors_middleware, storage_guard
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
-from letterbox.broker.namespace_policies import NAMESPACE_KEY
-from letterbox.security.authorization import TENANT_KEY
+from letterbox.broker.default_namespace import seed_defaults
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
 
 log = logging.getLogger("letterbox.admin")
-SEEDED_KEY = "admin:defaults-seeded"
 SAMPLE_SECONDS = 1.0
 
 
@@ -140,9 +137,4 @@ class AdminServer(AdminContext):
             await asyncio.sleep(SAMPLE_SECONDS)
 
     async def _seed_defaults(self) -> None:
-        store = self.service.store
-        if store.get_metadata(SEEDED_KEY) is None:
-            info = {"adminRoles": [], "allowedClusters": [self.service.config.cluster_name]}
-            await store.put_metadata(TENANT_KEY + "public", json.dumps(info))
-            await store.put_metadata(NAMESPACE_KEY + "public/default", json.dumps({}))
-            await store.put_metadata(SEEDED_KEY, "1")
+        await seed_defaults(self.service)  # the broker seeded them already; kept for in-process tests

@@ -22,6 +22,7 @@ import asyncio
 import bisect
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker import dispatch_rate
 from letterbox.broker.compacted_reads import compacted_ack_set, compacted_entry, read_compacted
 
 if TYPE_CHECKING:
@@ -125,6 +126,8 @@ class Dispatcher:
         plan = self._new_round()
         examined = 0
         quarantine = sub.quarantine if sub.quarantine.active else None
+        limits = sub.topic.limits
+        throttled = limits.subscription_dispatch_rate is not None or limits.topic_dispatch_rate is not None
         while (
             self.read_position <= last
             and sent < MAX_ENTRIES_PER_ROUND
@@ -151,6 +154,8 @@ class Dispatcher:
                     if quarantine.full:
                         return
                     continue
+                if throttled and not dispatch_rate.admit(sub, entry, self.schedule):
+                    return  # the dispatch rate's window is full: woken when it turns
                 target = self._target(entry, plan)
                 if target is None:
                     if not self.defers:

@@ -19,7 +19,9 @@ from letterbox.broker import topic_termination
 from letterbox.broker.compactor import Compactor
 from letterbox.broker.connection_guard import ConnectionLimiter
 from letterbox.broker.dead_letter_rate import DeadLetterRate
+from letterbox.broker.default_namespace import namespace_exists, seed_defaults
 from letterbox.broker.flow_control import PublishBuffer
+from letterbox.broker.inactive_topics import InactiveTopicMonitor
 from letterbox.broker.message_expiry import MessageExpiryMonitor
 from letterbox.broker.namespace_limits import check_new_topic
 from letterbox.broker.namespace_policies import NamespacePolicyCache
@@ -92,6 +94,7 @@ class BrokerService:
         self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
         self.schemas = SchemaRegistry(self)  # schema versions per topic (broker/schema_registry.py)
         self.compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
+        self.inactive_topics = InactiveTopicMonitor(self)  # inactiveTopicPolicies (namespace)
         self.connections: set[ServerCnx] = set()
         self.connection_limiter = ConnectionLimiter(config)
         self.publish_buffer = PublishBuffer(config)
@@ -125,6 +128,7 @@ class BrokerService:
 
     async def _start_locked(self) -> None:
         await self.store.start()
+        await seed_defaults(self)  # public/default, before any client can connect
         from letterbox.broker.server_cnx import ServerCnx
 
         loop = asyncio.get_running_loop()
@@ -152,6 +156,7 @@ class BrokerService:
         self.expiry.start()
         self.redrive_tasks.resume_all()
         self.compactor.start()
+        self.inactive_topics.start()
 
     def _expire_retained(self) -> None:
         """Retention runs on a clock: acked entries age out even when no ack arrives."""
@@ -166,6 +171,7 @@ class BrokerService:
         await self.redrive_tasks.pause_all()  # running tasks stay recorded as running
         await self.expiry.stop()
         await self.compactor.stop()
+        self.inactive_topics.stop()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         for server in self._servers:
@@ -212,11 +218,15 @@ class BrokerService:
                 f"({name}-partition-<i>) or let the client look up its partitions"
             )
         if not name.persistent:
+            if not namespace_exists(self, name.namespace_name):
+                raise TopicNotFound(_no_namespace(name))
             topic = NonPersistentTopic(self, name, next(self._np_ledger_ids))
         else:
             ledger = self.store.get_ledger(key)
             if ledger is None:
                 if not (create and self._may_auto_create(name)):
+                    if not namespace_exists(self, name.namespace_name):
+                        raise TopicNotFound(_no_namespace(name))
                     raise TopicNotFound(f"Topic {name} does not exist")
                 ledger = self.store.open_ledger(key)
             ledger.clock_ms = self.clock.now_ms
@@ -247,7 +257,7 @@ class BrokerService:
         return [t for t in self.topics.values() if isinstance(t, PersistentTopic)]
 
     def _may_auto_create(self, name: TopicName) -> bool:
-        if auto_creation_allowed(self, name):
+        if auto_creation_allowed(self, name) and namespace_exists(self, name.namespace_name):
             return True
         parent = name.partitioned_parent
         return parent != name and 0 <= name.partition_index < self.partitions_of(parent, create=False)
@@ -260,7 +270,8 @@ class BrokerService:
         """True when a first lookup of `name` should create it as a partitioned topic."""
         cfg = self.config
         return (
-            cfg.auto_topic_creation
+            auto_creation_allowed(self, name)
+            and namespace_exists(self, name.namespace_name)
             and cfg.auto_topic_creation_type == "partitioned"
             and name.persistent
             and name.partition_index < 0
@@ -365,3 +376,9 @@ class BrokerService:
         for part in parts:
             await self.delete_topic(part, force=True)
         await self.store.put_metadata(PARTITIONS_KEY + str(name), None)
+
+
+def _no_namespace(name: TopicName) -> str:
+    """Topics are created only inside existing namespaces (as Pulsar)."""
+    return (f"Topic {name} does not exist: namespace {name.namespace_name} does not exist "
+            f"(create it first: PUT /admin/v2/namespaces/{name.namespace_name})")

@@ -1,7 +1,7 @@
 # Namespace policies that bound a topic (pulsar-admin `namespaces set-backlog-quota,
 # set-max-producers-per-topic, set-max-consumers-per-topic,
 # set-max-unacked-messages-per-consumer / -per-subscription, set-delayed-delivery,
-# set-auto-topic-creation`), stored in the namespace's policy document under
+# set-auto-topic-creation`, set-dispatch-rate, set-subscription-dispatch-rate), stored in the namespace's policy document under
 # Pulsar's Policies field names, and resolved once per topic into a TopicLimits
 # record (PersistentTopic.refresh_policies: at load and whenever the namespace's
 # policies change), so the paths that enforce them read attributes only.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE, DispatchRate
 from letterbox.errors import ConsumerBusy, ProducerBusy
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class TopicLimits:
     max_unacked_per_consumer: int | None = None
     max_unacked_per_subscription: int | None = None
     delayed_delivery: bool = True
+    topic_dispatch_rate: DispatchRate | None = None
+    subscription_dispatch_rate: DispatchRate | None = None
 
     @classmethod
     def from_document(cls, doc: dict[str, Any] | None) -> TopicLimits:
@@ -66,6 +69,8 @@ class TopicLimits:
             max_unacked_per_consumer=doc.get(MAX_UNACKED_CONSUMER),
             max_unacked_per_subscription=doc.get(MAX_UNACKED_SUBSCRIPTION),
             delayed_delivery=bool(dd.get("active", True)),
+            topic_dispatch_rate=DispatchRate.from_json(doc.get(TOPIC_RATE)),
+            subscription_dispatch_rate=DispatchRate.from_json(doc.get(SUBSCRIPTION_RATE)),
         )
 
 

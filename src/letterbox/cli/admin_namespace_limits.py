@@ -1,7 +1,8 @@
 # `letterbox admin namespaces set-backlog-quota | get-backlog-quotas | remove-backlog-quota |
 # set/get/remove-max-producers-per-topic | ...-max-consumers-per-topic |
 # ...-max-unacked-messages-per-consumer | ...-max-unacked-messages-per-subscription |
-# set/get/remove-delayed-delivery | set/get/remove-auto-topic-creation`: pulsar-admin's
+# set/get/remove-delayed-delivery | set/get/remove-auto-topic-creation |
+# set/get/remove-dispatch-rate | ...-subscription-dispatch-rate | ...-inactive-topic-policies`: pulsar-admin's
 # names and options over .../namespaces/{tenant}/{ns}/<policy> (admin/routes_namespace_limits.py).
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ _COUNTS = (("max-producers-per-topic", "maxProducersPerTopic", "producers on one
 def register(namespaces: click.Group) -> None:
     for verb, path, what in _COUNTS:
         _count_verbs(namespaces, verb, path, what)
-    for cmd in (set_backlog_quota, get_backlog_quotas, remove_backlog_quota, set_delayed_delivery,
+    for verb, path in (("dispatch-rate", "dispatchRate"), ("subscription-dispatch-rate", "subscriptionDispatchRate"),
+                       ("inactive-topic-policies", "inactiveTopicPolicies")):
+        _get_remove_verbs(namespaces, verb, path)
+    for cmd in (set_dispatch_rate, set_subscription_dispatch_rate, set_inactive_topic_policies,
+                set_backlog_quota, get_backlog_quotas, remove_backlog_quota, set_delayed_delivery,
                 get_delayed_delivery, remove_delayed_delivery, set_auto_topic_creation,
                 get_auto_topic_creation, remove_auto_topic_creation):
         namespaces.add_command(cmd)
@@ -154,3 +159,78 @@ def remove_auto_topic_creation(a: AdminContext, namespace: str) -> None:
     """Remove the auto topic creation override of NAMESPACE."""
     a.client.request("DELETE", namespace_path(namespace) + "/autoTopicCreation")
     a.done(f"Removed the auto topic creation override of {namespace}", namespace=namespace)
+
+
+def _get_remove_verbs(group: click.Group, verb: str, path: str) -> None:
+    @admin_command(group, f"get-{verb}", "namespace", NAMESPACE)
+    def get_(a: AdminContext, namespace: str) -> None:
+        value = a.client.request("GET", namespace_path(namespace) + "/" + path).json()
+        a.report("not set" if value is None else ", ".join(f"{k}={v}" for k, v in value.items()), value)
+
+    get_.__doc__ = f"Show the {verb} policy of NAMESPACE."
+
+    @admin_command(group, f"remove-{verb}", "namespace", NAMESPACE)
+    def remove_(a: AdminContext, namespace: str) -> None:
+        a.client.request("DELETE", namespace_path(namespace) + "/" + path)
+        a.done(f"Removed the {verb} policy of {namespace}", namespace=namespace)
+
+    remove_.__doc__ = f"Remove the {verb} policy of NAMESPACE."
+
+
+def _rate_body(msg_rate: int, byte_rate: int, period: int) -> dict[str, Any]:
+    return {"dispatchThrottlingRateInMsg": msg_rate, "dispatchThrottlingRateInByte": byte_rate,
+            "ratePeriodInSecond": period}
+
+
+_RATE_OPTIONS = (
+    click.option("--msg-dispatch-rate", "-md", "msg_rate", type=click.IntRange(min=-1), default=-1,
+                 show_default=True, help="Messages per period; -1 no limit."),
+    click.option("--byte-dispatch-rate", "-bd", "byte_rate", type=click.IntRange(min=-1), default=-1,
+                 show_default=True, help="Bytes per period; -1 no limit."),
+    click.option("--dispatch-rate-period", "-dt", "period", type=click.IntRange(min=1), default=1,
+                 show_default=True, help="Period in seconds."),
+)
+
+
+def _rate_options(f: Any) -> Any:
+    for option in reversed(_RATE_OPTIONS):
+        f = option(f)
+    return f
+
+
+@admin_command(None, "set-dispatch-rate", "namespace", NAMESPACE)
+@_rate_options
+def set_dispatch_rate(a: AdminContext, namespace: str, msg_rate: int, byte_rate: int, period: int) -> None:
+    """Limit how fast each topic of NAMESPACE dispatches (all its subscriptions together)."""
+    body = _rate_body(msg_rate, byte_rate, period)
+    a.client.request("POST", namespace_path(namespace) + "/dispatchRate", body)
+    a.done(f"Set the dispatch rate of {namespace}", namespace=namespace, **body)
+
+
+@admin_command(None, "set-subscription-dispatch-rate", "namespace", NAMESPACE)
+@_rate_options
+def set_subscription_dispatch_rate(a: AdminContext, namespace: str, msg_rate: int, byte_rate: int,
+                                   period: int) -> None:
+    """Limit how fast each subscription of NAMESPACE's topics dispatches."""
+    body = _rate_body(msg_rate, byte_rate, period)
+    a.client.request("POST", namespace_path(namespace) + "/subscriptionDispatchRate", body)
+    a.done(f"Set the subscription dispatch rate of {namespace}", namespace=namespace, **body)
+
+
+@admin_command(None, "set-inactive-topic-policies", "namespace", NAMESPACE)
+@click.option("--enable-delete-while-inactive/--disable-delete-while-inactive", "-e/-d", "enable", default=None,
+              help="Delete topics once inactive.")
+@click.option("--max-inactive-duration", "-t", "duration", required=True,
+              help="How long a topic stays inactive before deletion: seconds, 10m, 1h.")
+@click.option("--delete-mode", "-m", "mode",
+              type=click.Choice(["delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"]),
+              required=True, help="What inactive means besides having no producers and consumers.")
+def set_inactive_topic_policies(a: AdminContext, namespace: str, enable: bool | None, duration: str,
+                                mode: str) -> None:
+    """Delete the inactive topics of NAMESPACE."""
+    if enable is None:
+        raise click.UsageError("say -e (--enable-delete-while-inactive) or -d (--disable-delete-while-inactive)")
+    body = {"inactiveTopicDeleteMode": mode, "deleteWhileInactive": enable,
+            "maxInactiveDurationSeconds": parse_duration_seconds(duration, "'-t' / '--max-inactive-duration'")}
+    a.client.request("POST", namespace_path(namespace) + "/inactiveTopicPolicies", body)
+    a.done(f"Set the inactive topic policies of {namespace}", namespace=namespace, **body)

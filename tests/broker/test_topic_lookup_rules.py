@@ -1,0 +1,51 @@
+"""Topic lookup rules (issue 15 item 5): topics are auto-created only inside namespaces
+that exist, as Pulsar: a producer or consumer on a topic whose tenant or namespace does
+not exist gets TopicNotFound; public/default exists from the broker's start."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.conftest import BrokerProcess
+
+
+@pytest.mark.parametrize("topic", [
+    "persistent://no-such-tenant/ns/t",
+    "persistent://public/no-such-ns/t",
+    "non-persistent://public/no-such-ns/t",
+])
+def test_missing_tenant_or_namespace_is_topic_not_found(client: Any, topic: str) -> None:
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer(topic)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.subscribe(topic, "s")
+
+
+def test_existing_namespace_auto_creates_and_default_works(broker: BrokerProcess, client: Any) -> None:
+    client.create_producer("plain-default-topic").send(b"a")  # public/default from the start
+    call(broker.admin_url, "PUT", "/admin/v2/tenants/lookup", "{}")
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer("persistent://lookup/later/t")
+    assert call(broker.admin_url, "PUT", "/admin/v2/namespaces/lookup/later")[0] == 204
+    producer = client.create_producer("persistent://lookup/later/t")
+    consumer = client.subscribe("persistent://lookup/later/t", "s", initial_position=pulsar.InitialPosition.Earliest)
+    producer.send(b"b")
+    assert consumer.receive(10_000).data() == b"b"
+
+
+def test_default_namespace_exists_without_the_admin_server(tmp_path: Any) -> None:
+    b = BrokerProcess(tmp_path / "noadmin", args=["--port", "0", "--bind", "127.0.0.1", "--admin-port", "off"],
+                      default_listeners=False).start()
+    try:
+        c = pulsar.Client(b.url, operation_timeout_seconds=10)
+        try:
+            c.create_producer("persistent://public/default/no-admin").send(b"x")
+            with pytest.raises(pulsar.TopicNotFound):
+                c.create_producer("persistent://public/elsewhere/t")
+        finally:
+            c.close()
+    finally:
+        b.stop()
