@@ -49,6 +49,9 @@ class BrokerConfig:
     port: int | None = 6650  # None: no plain pulsar:// listener
     admin_port: int | None = 8080  # None: no plain http:// admin listener
     advertised_address: str = ""
+    # advertisedListeners / internalListenerName (broker/listeners.py): "" = off
+    advertised_listeners: str = ""
+    internal_listener_name: str = ""
     # durability: "full" fsyncs before every receipt batch, "normal" survives a
     # process crash but not an OS crash, "off" leaves syncing to the OS.
     sync: str = "full"
@@ -129,6 +132,16 @@ class BrokerConfig:
             raise ConfigError(
                 f"max_message_size must be between 1024 and 1073741824 bytes, got {self.max_message_size}"
             )
+        if self.advertised_listeners or self.internal_listener_name:
+            from letterbox.advertised_listeners import ListenerConfigError, internal_name, parse
+
+            try:
+                listeners = parse(self.advertised_listeners)
+                if not listeners:
+                    raise ListenerConfigError("internalListenerName needs advertisedListeners")
+                internal_name(listeners, self.internal_listener_name)
+            except ListenerConfigError as exc:
+                raise ConfigError(str(exc)) from None
         if self.auto_topic_creation_type not in ("non-partitioned", "partitioned"):
             raise ConfigError(
                 "auto_topic_creation_type must be 'non-partitioned' or 'partitioned', "

@@ -49,3 +49,52 @@ def test_default_namespace_exists_without_the_admin_server(tmp_path: Any) -> Non
             c.close()
     finally:
         b.stop()
+
+
+def _lookup(port: int, topic: str, listener: str | None) -> Any:
+    from letterbox.protocol import pb
+    from letterbox.protocol.framing import encode_command
+    from tests.security.wire import Wire
+
+    w = Wire(port)
+    try:
+        assert w.connect().type == pb.BaseCommand.CONNECTED
+        body = pb.CommandLookupTopic(topic=topic, request_id=7, authoritative=False)
+        if listener is not None:
+            body.advertised_listener_name = listener
+        w.send(encode_command(pb.BaseCommand(type=pb.BaseCommand.LOOKUP, lookupTopic=body)))
+        return w.next(10).lookupTopicResponse
+    finally:
+        w.close()
+
+
+def test_advertised_listeners_select_the_lookup_address(tmp_path: Any) -> None:
+    from tests.cli.helpers import closed_port
+
+    port = closed_port()
+    listeners = f"internal:pulsar://127.0.0.1:{port},external:pulsar://localhost:{port}"
+    b = BrokerProcess(tmp_path / "l", env={"LETTERBOX_ADVERTISED_LISTENERS": listeners,
+                                           "LETTERBOX_INTERNAL_LISTENER_NAME": "internal"},
+                      args=["--port", str(port), "--admin-port", "0", "--bind", "127.0.0.1"],
+                      default_listeners=False).start()
+    try:
+        topic = "persistent://public/default/listened"
+        assert _lookup(port, topic, None).brokerServiceUrl == f"pulsar://127.0.0.1:{port}"
+        assert _lookup(port, topic, "external").brokerServiceUrl == f"pulsar://localhost:{port}"
+        refused = _lookup(port, topic, "nope")
+        assert refused.response == refused.Failed and refused.error == 6  # ServiceNotReady
+        assert "no listener named 'nope'" in refused.message
+        c = pulsar.Client(f"pulsar://127.0.0.1:{port}", listener_name="external", operation_timeout_seconds=10)
+        try:
+            c.create_producer(topic).send(b"through the external listener")
+        finally:
+            c.close()
+    finally:
+        b.stop()
+
+
+def test_bad_listener_configuration_is_refused(tmp_path: Any) -> None:
+    b = BrokerProcess(tmp_path / "bad", env={"LETTERBOX_ADVERTISED_LISTENERS": "internal:http://x:1"})
+    b.start(expect_ready=False)
+    assert b.exited.wait(20)
+    assert "NAME:pulsar://HOST:PORT" in b.log()

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from letterbox.advertised_listeners import internal_name
+from letterbox.advertised_listeners import parse as parse_listeners
+from letterbox.advertised_listeners import select as select_listener
 from letterbox.broker.schema_registry import SchemaVersion, parse_version_bytes, version_bytes
 from letterbox.errors import InvalidTopicName, LetterboxError, ServerError, TopicNotFound
 from letterbox.protocol import commands, pb
@@ -22,7 +25,13 @@ def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.lookupTopic
     name = TopicName.parse(c.topic)
     cnx.service.authorization.check_lookup(cnx.role, name)
-    plain, tls = cnx.advertised_urls()
+    cfg = cnx.service.config
+    if cfg.advertised_listeners:  # advertisedListeners: the one the client names, else the internal one
+        listeners = parse_listeners(cfg.advertised_listeners)
+        plain, tls = select_listener(listeners, internal_name(listeners, cfg.internal_listener_name),
+                                     c.advertised_listener_name if c.HasField("advertised_listener_name") else "")
+    else:
+        plain, tls = cnx.advertised_urls()
     cnx.write(commands.lookup_response(c.request_id, plain, broker_url_tls=tls))
 
 

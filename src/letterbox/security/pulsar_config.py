@@ -20,6 +20,8 @@ PULSAR_KEYS: dict[str, str] = {
     "webServicePortTls": "web_service_port_tls",
     "bindAddress": "bind",
     "advertisedAddress": "advertised_address",
+    "advertisedListeners": "advertised_listeners",
+    "internalListenerName": "internal_listener_name",
     "clusterName": "cluster_name",
     "maxMessageSize": "max_message_size",
     "allowAutoTopicCreation": "auto_topic_creation",
