@@ -53,6 +53,9 @@ _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadL
                 "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
                 "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation", "/dispatchRate",
                 "/subscriptionDispatchRate", "/inactiveTopicPolicies")
+_TOPIC_POLICIES = ("/maxProducers", "/maxConsumers", "/maxUnackedMessagesOnConsumer",
+                   "/maxUnackedMessagesOnSubscription", "/delayedDelivery", "/dispatchRate",
+                   "/subscriptionDispatchRate", "/inactiveTopicPolicies")  # topic-level policies
 _SCHEMAS = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 S, A = Access.SUPER_USER, Access.TENANT_ADMIN
 
@@ -102,6 +105,9 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("PUT", NAMESPACE_BASE + "/schemaCompatibilityStrategy"): A,  # pulsar-admin's method
     ("POST", _SCHEMAS + "/schema"): A,  # schema upload and delete (Pulsar: tenant admin)
     ("DELETE", _SCHEMAS + "/schema"): A,
+    **{(m, TOPIC_BASE + p): A for p in _TOPIC_POLICIES for m in ("GET", "POST", "DELETE")},
+    ("GET", TOPIC_BASE + "/backlogQuotaMap"): A,
+    ("POST", TOPIC_BASE + "/backlogQuota"): A, ("DELETE", TOPIC_BASE + "/backlogQuota"): A,
     ("PUT", TOPIC_BASE + "/unload"): A,  # Pulsar's UNLOAD / TERMINATE / TRIM topic operations
     ("POST", TOPIC_BASE + "/terminate"): A,
     ("POST", TOPIC_BASE + "/terminate/partitions"): A,

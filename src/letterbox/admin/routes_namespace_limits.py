@@ -127,7 +127,7 @@ def _auto_topic_creation(body: Any) -> dict[str, Any]:
     return out
 
 
-def _backlog_quota(body: Any, kind: str) -> dict[str, Any]:
+def backlog_quota_body(body: Any, kind: str) -> dict[str, Any]:
     obj = _object(body, "Backlog quota", ("limit", "limitSize", "limitTime", "policy"))
     policy = obj.get("policy")
     if policy not in tp.QUOTA_POLICIES:
@@ -166,7 +166,7 @@ class BacklogQuotaRoutes:
         body = await json_body(request)
         if body is None:
             raise AdminError(400, "Request body is required: {\"limitSize\", \"limitTime\", \"policy\"}")
-        quota = _backlog_quota(body, kind)
+        quota = backlog_quota_body(body, kind)
         ns, doc = self.routes._document(request)
         quotas = dict(doc.get(tp.BACKLOG_QUOTA) or {})
         quotas[kind] = quota
@@ -180,3 +180,12 @@ class BacklogQuotaRoutes:
         quotas.pop(kind, None)
         await self.routes.policies.update(ns, tp.BACKLOG_QUOTA, quotas or None)
         return no_content()
+
+
+# the validators, by name, for the topic-level policies (routes_topic_policies.py)
+VALIDATORS: dict[str, Any] = {
+    "count": lambda body, what: _count(what)(body),
+    "delayedDelivery": lambda body, _what: _delayed_delivery(body),
+    "dispatchRate": lambda body, _what: _dispatch_rate(body),
+    "inactiveTopicPolicies": lambda body, _what: _inactive_topics(body),
+}

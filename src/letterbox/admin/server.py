@@ -60,6 +60,7 @@ class AdminServer(AdminContext):
             routes_subscriptions,
             routes_tenants,
             routes_topic_ops,
+            routes_topic_policies,
             routes_topics,
         )
         from letterbox.admin.console import routes as console_routes
@@ -86,6 +87,7 @@ class AdminServer(AdminContext):
             routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
             routes_brokers.register,  # brokers list and version (after routes_cluster's brokers/health)
             routes_namespace_limits.register,  # backlogQuota, max producers/consumers/unacked, ...
+            routes_topic_policies.register,  # topic-level policies (win over the namespace's)
             routes_topic_ops.register,  # unload, terminate, lastMessageId, trim, partitioned-internalStats
         ]
         registrars.append(console_routes.register)  # the dead-letter console at / (admin/console/)

@@ -51,9 +51,10 @@ class InactiveTopicMonitor:
 
         asyncio.ensure_future(self.check()).add_done_callback(lambda _f: self._schedule())
 
-    def _policy(self, namespace: str) -> dict[str, Any] | None:
-        doc = self.service.namespace_policies.document(namespace) or {}
-        policy = doc.get(POLICY_KEY)
+    def _policy(self, topic: PersistentTopic) -> dict[str, Any] | None:
+        from letterbox.broker.topic_policies import effective_document
+
+        policy = effective_document(self.service, topic.name).get(POLICY_KEY)
         return policy if policy and policy.get("deleteWhileInactive") else None
 
     @staticmethod
@@ -73,7 +74,7 @@ class InactiveTopicMonitor:
         for key, topic in list(self.service.topics.items()):
             if not isinstance(topic, PersistentTopic):
                 continue
-            policy = self._policy(topic.name.namespace_name)
+            policy = self._policy(topic)
             if policy is None or not self._inactive(topic, str(policy.get("inactiveTopicDeleteMode"))):
                 continue
             seen.add(key)

@@ -33,7 +33,7 @@ from letterbox.broker.topic import (
     PersistentTopic,
     Topic,
 )
-from letterbox.broker.topic_policies import auto_creation_allowed
+from letterbox.broker.topic_policies import auto_creation_allowed, forget_topic_policies
 from letterbox.clock import Clock, RealClock, Timer, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
@@ -364,6 +364,7 @@ class BrokerService:
                 await self.compactor.topic_deleted(key, ledger.ledger_id)
             await self.store.delete_ledger(key)
             await topic_termination.forget(self.store, name)
+        await forget_topic_policies(self, name)
 
     async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:
         n = self.partitions_of(name)
@@ -376,6 +377,7 @@ class BrokerService:
         for part in parts:
             await self.delete_topic(part, force=True)
         await self.store.put_metadata(PARTITIONS_KEY + str(name), None)
+        await forget_topic_policies(self, name)
 
 
 def _no_namespace(name: TopicName) -> str:

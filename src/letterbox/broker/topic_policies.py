@@ -4,10 +4,13 @@
 # set-auto-topic-creation`, set-dispatch-rate, set-subscription-dispatch-rate), stored in the namespace's policy document under
 # Pulsar's Policies field names, and resolved once per topic into a TopicLimits
 # record (PersistentTopic.refresh_policies: at load and whenever the namespace's
-# policies change), so the paths that enforce them read attributes only.
+# policies change), so the paths that enforce them read attributes only. Topic-level
+# policies (stored under TOPIC_POLICIES_KEY + the topic's name, a partitioned topic's
+# for all its partitions) win over the namespace's, field by field.
 # None in a TopicLimits field means "not set": the broker configuration applies.
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
     from letterbox.broker.topic import Topic
     from letterbox.topic_name import TopicName
 
+TOPIC_POLICIES_KEY = "topic-policies:"  # + topic name: the topic-level policy document
 BACKLOG_QUOTA = "backlog_quota_map"  # {"destination_storage": {"limitSize", "limitTime", "policy"}}
 MAX_PRODUCERS = "max_producers_per_topic"
 MAX_CONSUMERS = "max_consumers_per_topic"
@@ -77,8 +81,43 @@ class TopicLimits:
 NO_LIMITS = TopicLimits()
 
 
+def topic_document(service: BrokerService, name: TopicName) -> dict[str, Any] | None:
+    """The topic-level policies of `name` (of its partitioned topic for a partition)."""
+    raw = service.store.get_metadata(TOPIC_POLICIES_KEY + str(name.partitioned_parent))
+    return json.loads(raw) if raw else None
+
+
+def effective_document(service: BrokerService, name: TopicName) -> dict[str, Any]:
+    """The namespace's policies with the topic's on top: a policy set on the topic wins."""
+    doc = dict(service.namespace_policies.document(name.namespace_name) or {})
+    doc.update(topic_document(service, name) or {})
+    return doc
+
+
+async def update_topic_policy(service: BrokerService, name: TopicName, key: str, value: Any) -> None:
+    """Set (None: remove) one topic-level policy, durably, then apply it to the loaded topic
+    or partitions."""
+    doc = topic_document(service, name) or {}
+    if value is None:
+        doc.pop(key, None)
+    else:
+        doc[key] = value
+    await service.store.put_metadata(TOPIC_POLICIES_KEY + str(name), json.dumps(doc) if doc else None)
+    parts = [name.partition(i) for i in range(service.partitions_of(name))] or [name]
+    for part in parts:
+        topic = service.topics.get(str(part))
+        refresh = getattr(topic, "refresh_policies", None)
+        if refresh is not None:
+            refresh()
+
+
+async def forget_topic_policies(service: BrokerService, name: TopicName) -> None:
+    if service.store.get_metadata(TOPIC_POLICIES_KEY + str(name)) is not None:
+        await service.store.put_metadata(TOPIC_POLICIES_KEY + str(name), None)
+
+
 def limits_for(service: BrokerService, name: TopicName) -> TopicLimits:
-    return TopicLimits.from_document(service.namespace_policies.document(name.namespace_name))
+    return TopicLimits.from_document(effective_document(service, name))
 
 
 def check_new_producer(topic: Topic) -> None:
