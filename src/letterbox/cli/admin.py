@@ -18,6 +18,7 @@ from letterbox.cli import (
     admin_poison,  # noqa: F401  (registers `topics poison-suspects`)
     admin_schemas,
     admin_topic_ops,  # noqa: F401  (registers `topics unload|terminate|trim-topic|...`)
+    admin_topic_policies,  # noqa: F401  (registers `topics set-max-producers|set-backlog-quota|...`)
 )
 from letterbox.cli.admin_clock import clock
 from letterbox.cli.admin_clusters import brokers, clusters
