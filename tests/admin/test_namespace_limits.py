@@ -207,3 +207,29 @@ def test_inactive_topic_policies_delete_idle_topics(broker: BrokerProcess, clien
     status, err = call(broker.admin_url, "POST", base + "/inactiveTopicPolicies",
                        json.dumps({"inactiveTopicDeleteMode": "whenever", "maxInactiveDurationSeconds": 1}))
     assert status == 400 and "inactiveTopicDeleteMode" in err["reason"]
+
+
+def test_backlog_quota_producer_exception_with_pulsar_asyncio(broker: BrokerProcess) -> None:
+    import asyncio
+
+    import pulsar.asyncio as pulsar_asyncio
+
+    from tests.conftest import _quiet_logger
+
+    base = _namespace(broker, "quota/async")
+    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
+
+    async def run() -> None:
+        client = pulsar_asyncio.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            consumer = await client.subscribe("persistent://quota/async/t", "slow")
+            producer = await client.create_producer("persistent://quota/async/t", batching_enabled=False)
+            with pytest.raises(pulsar_asyncio.PulsarException) as refused:
+                for _ in range(100):
+                    await producer.send(b"a" * 100)
+            assert refused.value.error() == pulsar.Result.ProducerBlockedQuotaExceededException
+            await consumer.close()
+        finally:
+            await client.close()
+
+    asyncio.run(run())

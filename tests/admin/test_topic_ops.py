@@ -188,3 +188,23 @@ def test_end_of_topic_frame_for_clients_that_handle_it(broker: BrokerProcess, cl
         assert end.type == pb.BaseCommand.REACHED_END_OF_TOPIC and end.reachedEndOfTopic.consumer_id == 2
     finally:
         w.close()
+
+
+def test_terminated_topic_with_pulsar_asyncio(broker: BrokerProcess) -> None:
+    import asyncio
+
+    import pulsar.asyncio as pulsar_asyncio
+
+    async def run() -> None:
+        client = pulsar_asyncio.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            producer = await client.create_producer("persistent://public/default/async-end")
+            await producer.send(b"last")
+            assert call(broker.admin_url, "POST", P + "/async-end/terminate")[0] == 200
+            with pytest.raises(pulsar_asyncio.PulsarException) as refused:
+                await client.create_producer("persistent://public/default/async-end")
+            assert refused.value.error() == pulsar.Result.TopicTerminated
+        finally:
+            await client.close()
+
+    asyncio.run(run())

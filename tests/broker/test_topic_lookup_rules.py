@@ -98,3 +98,24 @@ def test_bad_listener_configuration_is_refused(tmp_path: Any) -> None:
     b.start(expect_ready=False)
     assert b.exited.wait(20)
     assert "NAME:pulsar://HOST:PORT" in b.log()
+
+
+def test_missing_namespace_with_pulsar_asyncio(broker: BrokerProcess) -> None:
+    import asyncio
+
+    import pulsar.asyncio as pulsar_asyncio
+
+    from tests.conftest import _quiet_logger
+
+    async def run() -> None:
+        client = pulsar_asyncio.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            with pytest.raises(pulsar_asyncio.PulsarException) as refused:
+                await client.create_producer("persistent://ghost/ns/t")
+            assert refused.value.error() == pulsar.Result.TopicNotFound
+            producer = await client.create_producer("persistent://public/default/async-ok")
+            await producer.send(b"fine")
+        finally:
+            await client.close()
+
+    asyncio.run(run())
