@@ -98,8 +98,12 @@ class AsyncRetryConsumer(RetryCore):
         # checked before any HTTP session opens: a refused letterbox.* property leaks nothing
         properties = self.subscribe_properties(subscribe_kwargs.pop("properties", None))
         atomic = await self._moves.has_atomic_move(self.topic)  # None: unreachable, asked again later
-        self._main = await client.subscribe(self.topic, subscription_name, consumer_type=consumer_type,
-                                            properties=properties, **subscribe_kwargs)
+        try:
+            self._main = await client.subscribe(self.topic, subscription_name, consumer_type=consumer_type,
+                                                properties=properties, **subscribe_kwargs)
+        except BaseException:
+            await self._moves.close()  # the probe opened its session
+            raise
         if self.retry_topic is not None:
             try:
                 self._retry = await client.subscribe(

@@ -111,13 +111,16 @@ class RetryConsumer(RetryCore):
         self._closing = False
         self._client = client
         self._fallback: ProduceMoves | None = None
-        self._atomic = self._moves.has_atomic_move(self.topic)  # None: admin API unreachable, asked again later
-
         properties = self.subscribe_properties(subscribe_kwargs.pop("properties", None))
-        self._main = client.subscribe(
-            self.topic, subscription_name, consumer_type=consumer_type,
-            message_listener=self._listener, properties=properties, **subscribe_kwargs,
-        )
+        self._atomic = self._moves.has_atomic_move(self.topic)  # None: admin API unreachable, asked again later
+        try:
+            self._main = client.subscribe(
+                self.topic, subscription_name, consumer_type=consumer_type,
+                message_listener=self._listener, properties=properties, **subscribe_kwargs,
+            )
+        except Exception:
+            self._moves.close()  # the probe's connection
+            raise
         self._retry: pulsar.Consumer | None = None
         if self.retry_topic is not None:
             retry_type = retry_consumer_type(consumer_type)
@@ -129,6 +132,7 @@ class RetryConsumer(RetryCore):
                 )
             except Exception:
                 self._main.close()
+                self._moves.close()
                 raise
         self._settle(self._atomic)
 
