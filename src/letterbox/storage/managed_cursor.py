@@ -34,6 +34,7 @@ from .ack_ranges import RangeSet, to_ack_set_words
 from .delivery_state import DeliveryState
 from .ops import CursorWriteOp, WriteOp
 from .position import Position
+from .range_text import RangeText
 
 STATE_VERSION = 2
 
@@ -71,6 +72,7 @@ class ManagedCursor:
         self._on_dirty = on_dirty  # told once per clean -> dirty change (schedules a write)
         self._md = mark_delete_entry_id
         self._ranges = RangeSet()
+        self._range_text = RangeText()  # the ranges' JSON, cached per bucket of entry ids
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
         self.properties: dict[str, int] = {}
         self.deliveries = DeliveryState()
@@ -259,6 +261,7 @@ class ManagedCursor:
         transaction applies its acks to it to serialize the state they lead to."""
         c = ManagedCursor(self.ledger, self.name, self._md)
         c._ranges = self._ranges.copy()
+        c._range_text = self._range_text  # keyed by content: sharing it is safe
         c._batches = dict(self._batches)
         c.properties = dict(self.properties)
         c.deliveries = self.deliveries.copy()
@@ -295,11 +298,12 @@ class ManagedCursor:
         doc: dict[str, Any] = {
             "v": STATE_VERSION,
             "md": self._md,
-            "ranges": self._ranges.to_list(),
             "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
             "props": self.properties,
         }
         record = json.dumps(doc, separators=(",", ":"))
+        # the ranges re-encoded only where they changed (range_text.py), same JSON
+        record = f'{record[:-1]},"ranges":{self._range_text.encode(self._ranges)}}}'
         deliveries = self.deliveries.fragment()  # cached while the delivery state is unchanged
         if deliveries:
             record = f"{record[:-1]},{deliveries}}}"
