@@ -146,27 +146,33 @@ def backlog_quota_body(body: Any, kind: str) -> dict[str, Any]:
     return {"limitSize": size, "limitTime": age, "policy": policy}
 
 
+def quota_kind(request: web.Request) -> str:
+    """The backlogQuotaType a quota request names (destination_storage when it names none); 400 otherwise."""
+    kind = request.query.get("backlogQuotaType", tp.DESTINATION_STORAGE)
+    if kind not in QUOTA_TYPES:
+        raise AdminError(400, f"backlogQuotaType must be one of {', '.join(QUOTA_TYPES)}, got {kind!r}")
+    return kind
+
+
+async def quota_request(request: web.Request) -> tuple[str, dict[str, Any]]:
+    """The kind and the checked quota of a set-backlog-quota request (namespace or topic level)."""
+    kind = quota_kind(request)
+    body = await json_body(request)
+    if body is None:
+        raise AdminError(400, "Request body is required: {\"limitSize\", \"limitTime\", \"policy\"}")
+    return kind, backlog_quota_body(body, kind)
+
+
 class BacklogQuotaRoutes:
     def __init__(self, routes: PolicyRoutes) -> None:
         self.routes = routes
-
-    @staticmethod
-    def _kind(request: web.Request) -> str:
-        kind = request.query.get("backlogQuotaType", tp.DESTINATION_STORAGE)
-        if kind not in QUOTA_TYPES:
-            raise AdminError(400, f"backlogQuotaType must be one of {', '.join(QUOTA_TYPES)}, got {kind!r}")
-        return kind
 
     async def get_map(self, request: web.Request) -> web.Response:
         _, doc = self.routes._document(request)
         return web.json_response(doc.get(tp.BACKLOG_QUOTA) or {})
 
     async def set_quota(self, request: web.Request) -> web.Response:
-        kind = self._kind(request)
-        body = await json_body(request)
-        if body is None:
-            raise AdminError(400, "Request body is required: {\"limitSize\", \"limitTime\", \"policy\"}")
-        quota = backlog_quota_body(body, kind)
+        kind, quota = await quota_request(request)
         ns, doc = self.routes._document(request)
         quotas = dict(doc.get(tp.BACKLOG_QUOTA) or {})
         quotas[kind] = quota
@@ -174,7 +180,7 @@ class BacklogQuotaRoutes:
         return no_content()
 
     async def remove_quota(self, request: web.Request) -> web.Response:
-        kind = self._kind(request)
+        kind = quota_kind(request)
         ns, doc = self.routes._document(request)
         quotas = dict(doc.get(tp.BACKLOG_QUOTA) or {})
         quotas.pop(kind, None)

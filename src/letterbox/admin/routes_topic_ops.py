@@ -73,6 +73,13 @@ class TopicOpsRoutes:
             raise AdminError(404, f"Topic {name} not found")
         return [name]
 
+    def _partition_count(self, name: TopicName) -> int:
+        """How many partitions the partitioned topic `name` has (404 when it is not one)."""
+        n = self.service.partitions_of(name)
+        if n == 0:
+            raise AdminError(404, f"Partitioned topic {name} does not exist")
+        return n
+
     def _persistent(self, name: TopicName, what: str) -> PersistentTopic:
         topic = self.admin.existing_topic(name)
         if not isinstance(topic, PersistentTopic):
@@ -100,9 +107,7 @@ class TopicOpsRoutes:
 
     async def terminate_partitioned(self, request: web.Request) -> web.Response:
         name = topic_name(request)
-        n = self.service.partitions_of(name)
-        if n == 0:
-            raise AdminError(404, f"Partitioned topic {name} does not exist")
+        n = self._partition_count(name)
         out: dict[str, Any] = {}
         for i in range(n):
             topic = self.service.get_topic(name.partition(i), create=True)
@@ -128,9 +133,7 @@ class TopicOpsRoutes:
 
     async def partitioned_internal_stats(self, request: web.Request) -> web.Response:
         name = topic_name(request)
-        n = self.service.partitions_of(name)
-        if n == 0:
-            raise AdminError(404, f"Partitioned topic {name} does not exist")
+        n = self._partition_count(name)
         parts: dict[str, Any] = {}
         for i in range(n):
             part = name.partition(i)

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, Handler, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
-from letterbox.admin.routes_namespace_limits import QUOTA_TYPES, VALIDATORS, backlog_quota_body
+from letterbox.admin.routes_namespace_limits import VALIDATORS, quota_kind, quota_request
 from letterbox.broker import inactive_topics
 from letterbox.broker import topic_policies as tp
 from letterbox.broker.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
@@ -85,13 +85,6 @@ class TopicPolicyRoutes:
 
         return delete
 
-    @staticmethod
-    def _kind(request: web.Request) -> str:
-        kind = request.query.get("backlogQuotaType", tp.DESTINATION_STORAGE)
-        if kind not in QUOTA_TYPES:
-            raise AdminError(400, f"backlogQuotaType must be one of {', '.join(QUOTA_TYPES)}, got {kind!r}")
-        return kind
-
     def _quotas(self, name: TopicName) -> dict[str, Any]:
         return dict((tp.topic_document(self.service, name) or {}).get(tp.BACKLOG_QUOTA) or {})
 
@@ -99,11 +92,7 @@ class TopicPolicyRoutes:
         return web.json_response(self._quotas(self._topic(request)))
 
     async def set_quota(self, request: web.Request) -> web.Response:
-        kind = self._kind(request)
-        body = await json_body(request)
-        if body is None:
-            raise AdminError(400, "Request body is required: {\"limitSize\", \"limitTime\", \"policy\"}")
-        quota = backlog_quota_body(body, kind)
+        kind, quota = await quota_request(request)
         name = self._topic(request)
         quotas = self._quotas(name)
         quotas[kind] = quota
@@ -111,7 +100,7 @@ class TopicPolicyRoutes:
         return no_content()
 
     async def remove_quota(self, request: web.Request) -> web.Response:
-        kind = self._kind(request)
+        kind = quota_kind(request)
         name = self._topic(request)
         quotas = self._quotas(name)
         quotas.pop(kind, None)
