@@ -177,9 +177,18 @@ def _get_remove_verbs(group: click.Group, verb: str, path: str) -> None:
     remove_.__doc__ = f"Remove the {verb} policy of NAMESPACE."
 
 
-def _rate_body(msg_rate: int, byte_rate: int, period: int) -> dict[str, Any]:
+def rate_body(msg_rate: int, byte_rate: int, period: int) -> dict[str, Any]:
+    """The JSON of a dispatch rate (namespace or topic level)."""
     return {"dispatchThrottlingRateInMsg": msg_rate, "dispatchThrottlingRateInByte": byte_rate,
             "ratePeriodInSecond": period}
+
+
+def inactive_topic_policies_body(enable: bool | None, duration: str, mode: str) -> dict[str, Any]:
+    """The JSON of an inactive-topic policy (namespace or topic level); -e or -d must be said."""
+    if enable is None:
+        raise click.UsageError("say -e (--enable-delete-while-inactive) or -d (--disable-delete-while-inactive)")
+    return {"inactiveTopicDeleteMode": mode, "deleteWhileInactive": enable,
+            "maxInactiveDurationSeconds": parse_duration_seconds(duration, "'-t' / '--max-inactive-duration'")}
 
 
 _RATE_OPTIONS = (
@@ -202,7 +211,7 @@ def _rate_options(f: Any) -> Any:
 @_rate_options
 def set_dispatch_rate(a: AdminContext, namespace: str, msg_rate: int, byte_rate: int, period: int) -> None:
     """Limit how fast each topic of NAMESPACE dispatches (all its subscriptions together)."""
-    body = _rate_body(msg_rate, byte_rate, period)
+    body = rate_body(msg_rate, byte_rate, period)
     a.client.request("POST", namespace_path(namespace) + "/dispatchRate", body)
     a.done(f"Set the dispatch rate of {namespace}", namespace=namespace, **body)
 
@@ -212,7 +221,7 @@ def set_dispatch_rate(a: AdminContext, namespace: str, msg_rate: int, byte_rate:
 def set_subscription_dispatch_rate(a: AdminContext, namespace: str, msg_rate: int, byte_rate: int,
                                    period: int) -> None:
     """Limit how fast each subscription of NAMESPACE's topics dispatches."""
-    body = _rate_body(msg_rate, byte_rate, period)
+    body = rate_body(msg_rate, byte_rate, period)
     a.client.request("POST", namespace_path(namespace) + "/subscriptionDispatchRate", body)
     a.done(f"Set the subscription dispatch rate of {namespace}", namespace=namespace, **body)
 
@@ -228,9 +237,6 @@ def set_subscription_dispatch_rate(a: AdminContext, namespace: str, msg_rate: in
 def set_inactive_topic_policies(a: AdminContext, namespace: str, enable: bool | None, duration: str,
                                 mode: str) -> None:
     """Delete the inactive topics of NAMESPACE."""
-    if enable is None:
-        raise click.UsageError("say -e (--enable-delete-while-inactive) or -d (--disable-delete-while-inactive)")
-    body = {"inactiveTopicDeleteMode": mode, "deleteWhileInactive": enable,
-            "maxInactiveDurationSeconds": parse_duration_seconds(duration, "'-t' / '--max-inactive-duration'")}
+    body = inactive_topic_policies_body(enable, duration, mode)
     a.client.request("POST", namespace_path(namespace) + "/inactiveTopicPolicies", body)
     a.done(f"Set the inactive topic policies of {namespace}", namespace=namespace, **body)

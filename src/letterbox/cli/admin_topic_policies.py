@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from letterbox.cli.admin_namespace_limits import inactive_topic_policies_body, rate_body
 from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import AdminContext, admin_command
 from letterbox.cli.params import TOPIC, parse_duration_seconds, parse_size_bytes, topic_path
@@ -100,8 +101,7 @@ def _rate(path: str, verb: str) -> None:
     @click.option("--byte-dispatch-rate", "-bd", "byte_rate", type=click.IntRange(min=-1), default=-1)
     @click.option("--dispatch-rate-period", "-dt", "period", type=click.IntRange(min=1), default=1)
     def set_(a: AdminContext, topic: TopicName, msg_rate: int, byte_rate: int, period: int) -> None:
-        body = {"dispatchThrottlingRateInMsg": msg_rate, "dispatchThrottlingRateInByte": byte_rate,
-                "ratePeriodInSecond": period}
+        body = rate_body(msg_rate, byte_rate, period)
         a.client.request("POST", topic_path(topic) + "/" + path, body)
         a.done(f"Set the {verb} of {topic}", topic=str(topic), **body)
 
@@ -120,9 +120,6 @@ _rate("subscriptionDispatchRate", "subscription-dispatch-rate")
 def set_inactive_topic_policies(a: AdminContext, topic: TopicName, enable: bool | None, duration: str,
                                 mode: str) -> None:
     """Delete the topic once inactive (wins over the namespace's policy)."""
-    if enable is None:
-        raise click.UsageError("say -e (--enable-delete-while-inactive) or -d (--disable-delete-while-inactive)")
-    body = {"inactiveTopicDeleteMode": mode, "deleteWhileInactive": enable,
-            "maxInactiveDurationSeconds": parse_duration_seconds(duration, "'-t' / '--max-inactive-duration'")}
+    body = inactive_topic_policies_body(enable, duration, mode)
     a.client.request("POST", topic_path(topic) + "/inactiveTopicPolicies", body)
     a.done(f"Set the inactive topic policies of {topic}", topic=str(topic), **body)
