@@ -60,6 +60,16 @@ def _count_verbs(group: click.Group, verb: str, path: str, what: str) -> None:
     remove_.__doc__ = f"Remove the limit on {what} of NAMESPACE (the broker's configuration applies)."
 
 
+def backlog_quota_body(limit: str | None, limit_time: str | None, policy: str) -> dict[str, Any]:
+    """The JSON of a backlog quota (namespace or topic level) from its command line options."""
+    body: dict[str, Any] = {"policy": policy}
+    if limit is not None:
+        body["limitSize"] = parse_size_bytes(limit, "'-l' / '--limit'")
+    if limit_time is not None:
+        body["limitTime"] = parse_duration_seconds(limit_time, "'-lt' / '--limitTime'")
+    return body
+
+
 @admin_command(None, "set-backlog-quota", "namespace", NAMESPACE)
 @click.option("--limit", "-l", "limit", default=None, help="Backlog size limit: bytes, 10M, 16G; -1 no limit.")
 @click.option("--limitTime", "-lt", "limit_time", default=None, help="Backlog age limit: seconds, 10m, 1h.")
@@ -70,11 +80,7 @@ def _count_verbs(group: click.Group, verb: str, path: str, what: str) -> None:
 def set_backlog_quota(a: AdminContext, namespace: str, limit: str | None, limit_time: str | None,
                       policy: str, kind: str) -> None:
     """Set the backlog quota of NAMESPACE."""
-    body: dict[str, Any] = {"policy": policy}
-    if limit is not None:
-        body["limitSize"] = parse_size_bytes(limit, "'-l' / '--limit'")
-    if limit_time is not None:
-        body["limitTime"] = parse_duration_seconds(limit_time, "'-lt' / '--limitTime'")
+    body = backlog_quota_body(limit, limit_time, policy)
     a.client.request("POST", namespace_path(namespace) + "/backlogQuota", body, query={"backlogQuotaType": kind})
     a.done(f"Set the {kind} backlog quota of {namespace}", namespace=namespace, **body)
 

@@ -4,14 +4,16 @@
 # A policy set on a topic wins over its namespace's.
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from letterbox.cli.admin_namespace_limits import inactive_topic_policies_body, rate_body
+from letterbox.cli.admin_namespace_limits import (
+    backlog_quota_body,
+    inactive_topic_policies_body,
+    rate_body,
+)
 from letterbox.cli.admin_topics import topics
 from letterbox.cli.http import AdminContext, admin_command
-from letterbox.cli.params import TOPIC, parse_duration_seconds, parse_size_bytes, topic_path
+from letterbox.cli.params import TOPIC, topic_path
 from letterbox.topic_name import TopicName
 
 QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
@@ -75,11 +77,7 @@ for _verb, _path in _OTHERS.items():
 def set_backlog_quota(a: AdminContext, topic: TopicName, limit: str | None, limit_time: str | None, policy: str,
                       kind: str) -> None:
     """Set the topic's backlog quota (wins over the namespace's)."""
-    body: dict[str, Any] = {"policy": policy}
-    if limit is not None:
-        body["limitSize"] = parse_size_bytes(limit, "'-l' / '--limit'")
-    if limit_time is not None:
-        body["limitTime"] = parse_duration_seconds(limit_time, "'-lt' / '--limitTime'")
+    body = backlog_quota_body(limit, limit_time, policy)
     a.client.request("POST", topic_path(topic) + "/backlogQuota", body, query={"backlogQuotaType": kind})
     a.done(f"Set the {kind} backlog quota of {topic}", topic=str(topic), **body)
 
