@@ -15,7 +15,9 @@
 # _load_stored_topics). Broker-side appends (dead letters, moves, redrives)
 # count in their target topic's in-counters (BrokerService.count_broker_appends);
 # byte counts out are estimates (messages out x the topic's average size), as
-# the topic stats' bytesOutCounter. Process metrics are prometheus_client's.
+# the topic stats' bytesOutCounter. Process metrics are prometheus_client's,
+# read in the worker thread. The body is kept and written as pieces of about
+# CHUNK bytes, never joined into one object (a 70 MB join holds the GIL).
 from __future__ import annotations
 
 import asyncio
@@ -43,6 +45,7 @@ MAX_AGE = 1.0  # seconds an expensive body is served again
 EXPENSIVE = 0.1  # seconds of build time from which bodies are cached
 BLOCK = 1_000  # samples per cached block of text
 PAUSE = 0.001  # the formatting thread sleeps this long after each rebuilt block
+CHUNK = 256 * 1024  # bytes per piece of the body (joined, cached and written one at a time)
 
 TOPIC_FAMILIES = (
     ("pulsar_in_messages_total", "counter", "Messages published to the topic"),
@@ -199,6 +202,7 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         persistent = isinstance(topic, PersistentTopic)
         msg_out = consumers = 0
         avg = topic.bytes_in / topic.msg_in if topic.msg_in else 0.0
+        topic_rate_out = tracker.rate("out", tname)
         for sname, sub in subs:
             snap.sub_poison.append(suspect_count(sub) if persistent else 0)
             backlog = sub.backlog() if hasattr(sub, "backlog") else 0
@@ -222,10 +226,10 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         snap.topics.append(tname)
         snap.namespaces.append(topic.name.namespace_name)
         for col, value in zip(tcols, (
-            topic.msg_in, topic.bytes_in, msg_out, tracker.rate("in", tname), tracker.rate("out", tname),
+            topic.msg_in, topic.bytes_in, msg_out, tracker.rate("in", tname), topic_rate_out,
             stored.ledger.size_bytes() if stored else 0, stored.backlog() if stored else 0,
             len(topic.producers), len(subs), consumers,
-            tracker.rate("bin", tname), tracker.rate("out", tname) * avg, int(msg_out * avg),
+            tracker.rate("bin", tname), topic_rate_out * avg, int(msg_out * avg),
             _backlog_size(topic), tracker.rate("entries", tname),
         ), strict=True):
             col.append(value)
@@ -236,7 +240,6 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
     broker_name = _escape(f"{service.config.advertised_address or service.config.bind}:{service.port or 0}")
     snap.broker.append(("pulsar_active_connections", f',broker="{broker_name}",metric="broker_connection"',
                         len(service.connections)))
-    snap.process = generate_latest(_PROCESS).rstrip(b"\n")
     snap.dead_letter_rates = service.stats.dead_letter_rate.rates()
     health = service.store.health
     snap.broker += [("letterbox_storage_degraded", "", int(health.degraded)),
@@ -287,8 +290,8 @@ class Formatter:
             yield text
             time.sleep(PAUSE)  # hand the GIL to the event loop between rebuilt blocks
 
-    def format(self, snap: Snapshot) -> bytes:
-        """The exposition text of a snapshot (runs in a worker thread)."""
+    def chunks(self, snap: Snapshot) -> list[bytes]:
+        """The exposition text of a snapshot in pieces (runs in a worker thread)."""
         labels = [self._label(snap.cluster, ns, t) for t, ns in zip(snap.topics, snap.namespaces, strict=True)]
         if len(self._labels) > 2 * len(labels) + 1000:  # topics were deleted: forget their labels
             self._labels = {(snap.cluster, ns, t): la for t, ns, la in zip(
@@ -320,7 +323,28 @@ class Formatter:
         parts.append(snap.process)
         for key in [k for k in self._blocks if k not in used]:
             del self._blocks[key]
-        return b"\n".join(p for p in parts if p) + b"\n"
+        return _chunks([p for p in parts if p])
+
+    def format(self, snap: Snapshot) -> bytes:
+        """The exposition text of a snapshot as one bytes object."""
+        return b"".join(self.chunks(snap))
+
+
+def _chunks(parts: list[bytes]) -> list[bytes]:
+    """The parts, each followed by a newline, joined into pieces of about CHUNK
+    bytes: no single join copies the whole body while holding the GIL."""
+    out: list[bytes] = []
+    group: list[bytes] = []
+    size = 0
+    for part in parts:
+        group.append(part)
+        size += len(part) + 1
+        if size >= CHUNK:
+            out.append(b"\n".join(group) + b"\n")
+            group, size = [], 0
+    if group or not out:
+        out.append(b"\n".join(group) + b"\n")
+    return out
 
 
 def format_metrics(snap: Snapshot) -> bytes:
@@ -329,33 +353,41 @@ def format_metrics(snap: Snapshot) -> bytes:
 
 
 async def render_metrics(service: BrokerService, tracker: StatsTracker,
-                         formatter: Formatter | None = None) -> bytes:
-    """A fresh body: snapshot on the loop (sliced), text in a worker thread."""
+                         formatter: Formatter | None = None) -> list[bytes]:
+    """A fresh body in pieces: snapshot on the loop (sliced), text in a worker thread."""
     snap = await collect(service, tracker)
-    return await asyncio.to_thread((formatter or Formatter()).format, snap)
+    return await asyncio.to_thread(_format_with_process, formatter or Formatter(), snap)
+
+
+def _format_with_process(formatter: Formatter, snap: Snapshot) -> list[bytes]:
+    """In the worker thread: prometheus_client's process metrics (it reads /proc), then the text."""
+    snap.process = generate_latest(_PROCESS).rstrip(b"\n")
+    return formatter.chunks(snap)
 
 
 class MetricsCache:
-    """One build at a time; an expensive body is served for max_age seconds."""
+    """One build at a time; an expensive body is served for max_age seconds.
+    The body is kept as the Formatter's pieces, never joined into one object."""
 
     def __init__(self, service: BrokerService, tracker: StatsTracker, max_age: float = MAX_AGE) -> None:
         self.service = service
         self.tracker = tracker
         self.max_age = max_age
-        self._body = b""
+        self._body: list[bytes] = []
         self._built_at = float("-inf")
         self._cost = 0.0  # seconds the last build took
-        self._building: asyncio.Future[bytes] | None = None
+        self._building: asyncio.Future[list[bytes]] | None = None
         self._formatter = Formatter()
 
-    async def body(self) -> bytes:
+    async def body(self) -> list[bytes]:
+        """The body's pieces (concatenated, the exposition text)."""
         if self._cost >= EXPENSIVE and time.monotonic() - self._built_at < self.max_age:
             return self._body
         if self._building is None:
             self._building = asyncio.ensure_future(self._build())
         return await asyncio.shield(self._building)
 
-    async def _build(self) -> bytes:
+    async def _build(self) -> list[bytes]:
         started = time.monotonic()
         try:
             body = await render_metrics(self.service, self.tracker, self._formatter)

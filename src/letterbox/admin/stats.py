@@ -132,7 +132,7 @@ class StatsTracker:
         """Per second over the window: (newest value - value at the window's
         start) / (last sample time - max(window start, first sample))."""
         dq = self._samples.get(key)
-        if not dq:
+        if dq is None or len(dq) < 2:  # one sample: no change within the window
             return 0.0
         start = self._tick - WINDOW_SECONDS
         while len(dq) > 1 and dq[1][0] <= start:  # an idle topic's samples are not trimmed by sample()

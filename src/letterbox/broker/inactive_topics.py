@@ -7,8 +7,10 @@
 # Checked every CHECK_SECONDS on the broker's clock. Unlike Pulsar's default there is no
 # broker-wide deletion: only the namespace policy deletes. Dead letter and retry topics
 # are never deleted by it (letterbox keeps dead letters until someone reads them).
+# A check walks every loaded topic, SLICE topics per event-loop turn.
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +25,7 @@ log = logging.getLogger("letterbox.inactive")
 POLICY_KEY = "inactive_topic_policies"
 MODES = ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up")
 CHECK_SECONDS = 1.0
+SLICE = 250  # topics checked per event-loop turn (a policy lookup each)
 
 
 class InactiveTopicMonitor:
@@ -47,8 +50,6 @@ class InactiveTopicMonitor:
             self._timer = self.service.clock.call_later(CHECK_SECONDS, self._tick)
 
     def _tick(self) -> None:
-        import asyncio
-
         asyncio.ensure_future(self.check()).add_done_callback(lambda _f: self._schedule())
 
     def _policy(self, topic: PersistentTopic) -> dict[str, Any] | None:
@@ -71,7 +72,9 @@ class InactiveTopicMonitor:
 
         now = self.service.clock.now_ms()
         seen: set[str] = set()
-        for key, topic in list(self.service.topics.items()):
+        for i, (key, topic) in enumerate(list(self.service.topics.items())):
+            if i % SLICE == SLICE - 1:  # thousands of topics: let clients run between slices
+                await asyncio.sleep(0)
             if not isinstance(topic, PersistentTopic):
                 continue
             policy = self._policy(topic)
