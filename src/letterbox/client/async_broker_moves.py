@@ -36,9 +36,7 @@ class AsyncBrokerMoves:
 
     def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None,
                  retry_for: float = DEFAULT_RETRY_SECONDS) -> None:
-        if not retry_for >= 0:
-            raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
-        parsed = parse_admin_url(admin_url)
+        parsed = parse_admin_url(admin_url, retry_for)
         self.admin_url = admin_url.rstrip("/")
         self.retry_for = retry_for
         self._auth = auth or AuthOptions()

@@ -116,7 +116,10 @@ def unreachable(admin_url: str, attempts: int, retry_for: float, problem: str) -
                            f"in {retry_for:g} s: {problem}")
 
 
-def parse_admin_url(admin_url: str) -> urllib.parse.SplitResult:
+def parse_admin_url(admin_url: str, retry_for: float = 0.0) -> urllib.parse.SplitResult:
+    """The admin URL's parts, after checking it and the move retry time (sync and asyncio clients)."""
+    if not retry_for >= 0:
+        raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
     parsed = urllib.parse.urlsplit(admin_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(f"admin_url must look like http://host:8080, got {admin_url!r}")
@@ -128,9 +131,7 @@ class BrokerMoves:
 
     def __init__(self, admin_url: str, timeout: float = HTTP_TIMEOUT, auth: AuthOptions | None = None,
                  retry_for: float = DEFAULT_RETRY_SECONDS) -> None:
-        if not retry_for >= 0:
-            raise ValueError(f"retry_for must be >= 0 seconds, got {retry_for!r}")
-        parsed = parse_admin_url(admin_url)
+        parsed = parse_admin_url(admin_url, retry_for)
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname or ""
         self._port = parsed.port or (443 if self._https else 80)
