@@ -14,6 +14,7 @@ from aiohttp import web
 from letterbox.admin.admin_context import CLUSTER_KEY
 from letterbox.admin.http_errors import AdminError, error_response, no_content
 from letterbox.admin.request_parsing import DOMAIN, json_body, topic_name
+from letterbox.admin.topic_lookup import lookup_data
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
@@ -79,15 +80,7 @@ class ClusterRoutes:
 
     async def lookup(self, request: web.Request) -> web.Response:
         topic_name(request)
-        urls = self._own_urls(request)
-        broker = urls.get("brokerServiceUrl") or urls.get("brokerServiceUrlTls", "")
-        return web.json_response({
-            "brokerUrl": broker,
-            "brokerUrlTls": urls.get("brokerServiceUrlTls", ""),
-            "httpUrl": urls.get("serviceUrl") or urls.get("serviceUrlTls", ""),
-            "httpUrlTls": urls.get("serviceUrlTls", ""),
-            "nativeUrl": broker,
-        })
+        return web.json_response(lookup_data(self.admin, request, self._own_urls(request)))
 
     def _own_urls(self, request: web.Request) -> dict[str, str]:
         """This broker's ClusterData URLs; a listener that is off is left out."""
