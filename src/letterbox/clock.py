@@ -13,6 +13,9 @@
 # and never before now_ms() reaches its time; a cancelled timer never fires.
 # Timers are plain callbacks run on the event loop's thread (an already due one
 # on the loop's next turn), so they may schedule tasks but must not block.
+# A periodic job (Periodic) re-arms from the loop's next turn, never from inside
+# the advance that fired it: a ten-year advance runs each periodic job once, at
+# the advance's end time, instead of once per period (ten million callbacks).
 from __future__ import annotations
 
 import asyncio
@@ -148,6 +151,44 @@ class ManualClock(Clock):
                 log.exception("a timer of the manual clock failed")
         self._now = target
         return fired
+
+
+class Periodic:
+    """`job` every `seconds` of `clock`'s time, run on the event loop's turn after it fell
+    due and re-armed from there: on a manual clock one advance, however long, runs the job
+    once (seeing the advance's end time), as the broker's async loops on clock.sleep() do."""
+
+    def __init__(self, clock: Clock, seconds: float, job: Callable[[], object]) -> None:
+        self.clock = clock
+        self.seconds = seconds
+        self.job = job
+        self._timer: Timer | asyncio.Handle | None = None
+        self._stopped = False
+
+    def start(self) -> Periodic:
+        self._stopped = False
+        self._timer = self.clock.call_later(self.seconds, self._due)
+        return self
+
+    def _due(self) -> None:
+        if not self._stopped:
+            self._timer = asyncio.get_running_loop().call_soon(self._run)
+
+    def _run(self) -> None:
+        if self._stopped:
+            return
+        try:
+            self.job()
+        except Exception:
+            log.exception("a periodic job of the broker's clock failed")
+        if not self._stopped:
+            self.start()
+
+    def cancel(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def make_clock(kind: str) -> Clock:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.compaction_entries import compacted_copy, keyed_messages
-from letterbox.clock import Timer
+from letterbox.clock import Periodic
 from letterbox.protocol.framing import MalformedFrame
 from letterbox.storage.compaction import CompactedHorizon, CompactedViews
 from letterbox.storage.entry import Entry
@@ -48,7 +48,7 @@ class Compactor:
         self.views = CompactedViews(service.store)
         self._status: dict[str, tuple[str, str | None]] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._monitor: Timer | None = None
+        self._monitor: Periodic | None = None
 
     # ---- status and triggers ----
 
@@ -167,8 +167,8 @@ class Compactor:
     # ---- compactionThreshold ----
 
     def start(self) -> None:
-        self._monitor = self.service.clock.call_later(
-            self.service.config.compaction_monitor_interval_seconds, self._check_thresholds)
+        self._monitor = Periodic(self.service.clock, self.service.config.compaction_monitor_interval_seconds,
+                                 self._check_thresholds).start()
 
     async def stop(self) -> None:
         if self._monitor is not None:
@@ -197,8 +197,6 @@ class Compactor:
                     self.trigger(topic)
         except Exception:
             log.exception("compaction threshold check failed")
-        self._monitor = self.service.clock.call_later(
-            self.service.config.compaction_monitor_interval_seconds, self._check_thresholds)
 
     def threshold(self, namespace: str) -> int:
         doc = self.service.namespace_policies.document(namespace) or {}

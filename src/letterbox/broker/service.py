@@ -34,7 +34,7 @@ from letterbox.broker.topic import (
     Topic,
 )
 from letterbox.broker.topic_policies import auto_creation_allowed, forget_topic_policies
-from letterbox.clock import Clock, RealClock, Timer, make_clock
+from letterbox.clock import Clock, Periodic, RealClock, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
 from letterbox.security.authorization import AuthorizationService
@@ -110,7 +110,7 @@ class BrokerService:
         self._np_ledger_ids = itertools.count(1 << 40)
         self.started_at = time.time()
         self._tasks: set[asyncio.Future[None]] = set()
-        self._housekeeping: Timer | None = None
+        self._housekeeping: Periodic | None = None
         self._failures_logged: set[tuple[str, float]] = set()
 
     # --- lifecycle -------------------------------------------------------
@@ -152,7 +152,7 @@ class BrokerService:
             f"pulsar://{cfg.bind}:{self.port}" if self.port else f"pulsar+ssl://{cfg.bind}:{self.tls_port}"
         )
         # retention by time (broker default or a namespace policy) runs on a clock
-        self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
+        self._housekeeping = Periodic(self.clock, HOUSEKEEPING_SECONDS, self._expire_retained).start()
         self.expiry.start()
         self.redrive_tasks.resume_all()
         self.compactor.start()
@@ -165,7 +165,6 @@ class BrokerService:
                 topic.ledger.retention_ms > 0 or topic.ledger.retention_bytes >= 0
             ):
                 topic.ledger.trim()
-        self._housekeeping = self.clock.call_later(HOUSEKEEPING_SECONDS, self._expire_retained)
 
     async def stop(self) -> None:
         await self.redrive_tasks.pause_all()  # running tasks stay recorded as running
