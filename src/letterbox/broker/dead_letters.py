@@ -11,10 +11,14 @@
 # its declared size or max_message_size, a malformed batch) is one DeadLetter
 # with its stored payload as is and `error` saying why: one bad message never
 # fails a listing, and decompression never allocates more than the limit.
+# The async walk (live_dead_letters_async, used by every whole-DLQ scan: listings,
+# summaries, redrive counts and selection, purge) gives the event loop back every
+# SLICE_SECONDS, so a DLQ of any size never stalls the broker's other clients.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+import time
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,6 +54,8 @@ NO_REASON = "unspecified"
 READ_CHUNK = 256
 # entries expanding to more than this are opened in a worker thread by the async views
 OFF_LOOP_BYTES = 256 * 1024
+# an async walk gives the event loop back after this much work
+SLICE_SECONDS = 0.005
 
 
 @dataclass
@@ -192,13 +198,17 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
         yield from entry_messages(entry, partition, skip, limit)
 
 
-async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0) -> AsyncIterator[DeadLetter]:
-    """live_dead_letters for the admin views: an entry that expands past
-    OFF_LOOP_BYTES is opened in a worker thread, so listing large compressed
-    dead letters never stalls the event loop."""
+async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0) -> AsyncGenerator[DeadLetter, None]:
+    """live_dead_letters for the admin views and the redrive's scans: an entry that
+    expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
+    back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop."""
     partition = topic.name.partition_index
     limit = topic.service.config.max_message_size
+    since = time.perf_counter()
     for entry, skip in _live_entries(topic, start_entry):
+        if time.perf_counter() - since >= SLICE_SECONDS:
+            await asyncio.sleep(0)
+            since = time.perf_counter()
         try:
             large = needs_expanding(parse_entry_metadata(entry.data)) > OFF_LOOP_BYTES
         except MalformedFrame:

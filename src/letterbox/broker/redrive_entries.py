@@ -6,15 +6,49 @@
 # caller's transaction.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from letterbox.broker.dead_letters import handled_subscription
+from letterbox.errors import NotAllowed
 from letterbox.failure import redriven_properties
 from letterbox.protocol import build_headers_and_payload, pb
+from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
     from letterbox.broker.dead_letters import DeadLetter
-    from letterbox.storage.managed_cursor import ManagedCursor
+    from letterbox.broker.topic import PersistentTopic
     from letterbox.storage.transaction import Transaction
+
+
+class Position(Protocol):
+    """Where a dead letter is in its DLQ (a DeadLetter, or a Mark kept instead of it)."""
+
+    @property
+    def entry_id(self) -> int: ...
+
+    @property
+    def batch_index(self) -> int: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+
+class Mark(NamedTuple):
+    """A dead letter's position alone (a purge keeps these, not the messages)."""
+
+    entry_id: int
+    batch_index: int  # -1 outside a batch
+    batch_size: int
+
+
+def handled_cursor(topic: PersistentTopic) -> ManagedCursor:
+    """The DLQ's internal cursor of handled marks (created on first use)."""
+    sub = handled_subscription(topic, create=True)
+    assert sub is not None
+    if not isinstance(sub.cursor, ManagedCursor):
+        raise NotAllowed(f"subscription {sub.name} of {topic.name} is not durable")
+    return sub.cursor
 
 
 def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
@@ -36,7 +70,7 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
     return build_headers_and_payload(meta, dl.payload)
 
 
-def mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: list[DeadLetter]) -> None:
+def mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:
     plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
     if plain:
         txn.ack(cursor, plain)

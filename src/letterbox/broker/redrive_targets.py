@@ -119,18 +119,13 @@ def other_cursors(topic: PersistentTopic, subscription: str) -> list[ManagedCurs
     return [c for name, c in sorted(cursors.items()) if name != subscription and isinstance(c, ManagedCursor)]
 
 
-def check_subscription_only(service: BrokerService, dlq: TopicName, target: TopicName | None,
-                            letters: list[DeadLetter]) -> None:
+def check_subscription_only(dlq: TopicName, target: TopicName | None, problems: dict[str, int]) -> None:
     """Refuse a subscription-only redrive (before anything moves) whose matching messages
-    cannot all go back to their subscription."""
+    cannot all go back to their subscription: `problems` counts them by why (a scan's,
+    redrive_scan.survey, of subscription_target's answers)."""
     if target is not None:
         raise NotAllowed("a subscription-only redrive goes back to each message's source topic and "
                          "subscription: it takes no target")
-    problems: dict[str, int] = {}
-    for dl in letters:
-        found = subscription_target(service, dl, dlq)
-        if isinstance(found, str):
-            problems[found] = problems.get(found, 0) + 1
     if problems:
         listed = "; ".join(f"{n} message(s): {why}" for why, n in sorted(problems.items())[:5])
         error: type[LetterboxError] = SubscriptionGone if any(

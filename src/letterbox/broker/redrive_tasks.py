@@ -183,10 +183,10 @@ class RedriveTasks:
         resumed after a restart) or inside this call (returns once it ended)."""
         stop = rd.claim(topic)
         try:
-            matched = await rd.check(topic, req)
-            skipped = rd.count_matching(topic, req.filter) - matched
+            found = await rd.check(topic, req)  # one scan: what matches, what can move
             task = RedriveTask(id=secrets.token_hex(8), dlq=str(topic.name), spec=spec_of(req), role=role,
-                               persistent=background, matched=matched, skipped=max(skipped, 0), stop=stop,
+                               persistent=background, matched=found.redrivable,
+                               skipped=max(found.matching - found.redrivable, 0), stop=stop,
                                created_ms=self.service.clock.now_ms())
             task.updated_ms = task.created_ms
             if background:
@@ -214,6 +214,8 @@ class RedriveTasks:
     async def _run(self, task: RedriveTask, topic: PersistentTopic, req: rd.RedriveRequest) -> None:
         state, error, remaining = FINISHED, None, None
         try:
+            if task.matched < 0:  # resumed at start: counted here, not in the start-up's loop turn
+                task.matched = task.moved + (await rd.remaining(topic, req)).redrivable
             if req.max_messages is not None:
                 req = dataclasses.replace(req, max_messages=max(req.max_messages - task.moved, 0))
             if req.max_messages != 0 and task.matched > task.moved:  # else create nothing
@@ -230,10 +232,14 @@ class RedriveTasks:
             self._runs.pop(task.id, None)
         if self._pausing and state != FAILED:
             return  # the broker is stopping: stays `running` in the store, resumed at the next start
-        if remaining is None:
-            remaining = rd.count_redrivable(topic, req)
+        try:
+            left = await rd.remaining(topic, req)  # one scan: still movable, still matching
+            remaining = left.redrivable if remaining is None else remaining
+            task.skipped = max(left.matching - remaining, 0)
+        except Exception as exc:  # the DLQ went away meanwhile: keep what is known
+            log.warning("redrive task %s: final count failed: %s", task.id, exc)
+            remaining = remaining or 0
         task.state, task.error, task.remaining = state, error, remaining
-        task.skipped = max(rd.count_matching(topic, req.filter) - remaining, 0)
         task.ended_ms = task.updated_ms = self.service.clock.now_ms()
         if task.persistent:
             try:
@@ -289,7 +295,7 @@ class RedriveTasks:
                 self.service.background(self.service.store.put_metadata(TASK_KEY + task.id, task.record()))
                 continue
             task.restarts += 1
-            task.matched = task.moved + rd.count_redrivable(topic, self._request(task))
+            task.matched = -1  # counted by _run, off the start-up path
             log.info("resuming redrive task %s of %s (%d moved so far)", task.id, task.dlq, task.moved)
             self._launch(task, topic, self._request(task))
             count += 1
