@@ -7,18 +7,20 @@
 #   GET/DELETE {dlq topic path}/letterbox/redrive/{taskId}, GET .../letterbox/redriveTasks
 #   (redrive tasks: `redrive --background`, `redrive-status`, `redrive-cancel --task`)
 #   POST {dlq topic path}/letterbox/purge    {filters, dryRun}
-# Redrive is idempotent on the server, so the CLI drives a long run as a
-# series of calls of at most CHUNK messages each: it first asks (dry run) how
-# many match, then calls until nothing is moved or nothing matching remains,
-# updating a progress bar (on stderr) as it goes. Interrupting it (Ctrl-C)
-# cancels the call in flight on the broker and leaves the DLQ consistent;
-# running it again carries on. `redrive-cancel` stops a redrive started
-# elsewhere. Purge asks for confirmation
+# Redrive: the CLI first asks (dry run) how many match, then moves them in ONE
+# call (a redrive task inside the request; the broker commits it chunk by chunk):
+# every redrive call scans the whole DLQ to count and check, so a series of
+# small calls would cost O(N^2) on a large DLQ. While the call runs, a terminal
+# shows a progress bar (on stderr) fed by the task's record (GET
+# .../letterbox/redriveTasks). Interrupting it (Ctrl-C) cancels the redrive on the
+# broker and leaves the DLQ consistent; running it again carries on (nothing is
+# moved twice). `redrive-cancel` stops a redrive started elsewhere. Purge asks for confirmation
 # unless --yes.
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,10 +47,11 @@ from letterbox.cli.params import (
 )
 from letterbox.topic_name import TopicName
 
-CHUNK = 200
-# A chunk of a rate-limited redrive takes about CHUNK / rate seconds on the
-# server; keep each call well under the HTTP timeout.
-SECONDS_PER_CALL = 10
+CHUNK = 200  # a redrive of more messages than this shows a progress bar
+# the one redrive call waits for its answer up to HTTP_TIMEOUT plus its messages at this
+# slowest expected speed (or at --rate)
+SLOWEST_RATE = 50.0
+PROGRESS_SECONDS = 0.5
 FOLLOW_SECONDS = 1.0
 
 
@@ -167,6 +170,17 @@ class _NoBar:
         pass
 
 
+def _running_task_moved(client: AdminClient, redrive_path: str) -> int:
+    """How many messages the redrive running inside a request on this DLQ has moved
+    (its task's record); 0 when it cannot be read (the bar then waits for the end)."""
+    try:
+        tasks = client.get_json(redrive_path + "Tasks") or []
+    except click.ClickException:
+        return 0
+    running = [t for t in tasks if t.get("state") == "running" and not t.get("background")]
+    return int(running[-1].get("moved") or 0) if running else 0
+
+
 @admin_command(dlq, "redrive", "dlq_topic", TOPIC)
 @click.option("--to", "target", type=TOPIC,
               help="Move to this topic instead of each message's REAL_TOPIC.")
@@ -216,31 +230,43 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
         a.report(message, result)
         return
     goal = min(matched, max_messages) if max_messages else matched
-    chunk = CHUNK if rate is None else max(1, min(CHUNK, int(rate * SECONDS_PER_CALL)))
     if rate is not None:
         body["ratePerSecond"] = rate
-    moved, remaining = 0, matched
-    show_bar = not a.json and goal > chunk
+    timeout = HTTP_TIMEOUT + goal / (rate or SLOWEST_RATE)
+    outcome: dict[str, Any] = {}
+
+    def move() -> None:  # one call: the broker counts and checks the DLQ once
+        try:
+            outcome["result"] = a.client.post_json(path, {**body, "maxMessages": goal, "dryRun": False},
+                                                   timeout=timeout) or {}
+        except BaseException as exc:  # raised again in the main thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=move, name="letterbox-redrive", daemon=True)
+    show_bar = not a.json and goal > CHUNK
+    shown = 0
     try:
         progress: Any = (click.progressbar(length=goal, label="Redriving", file=sys.stderr, show_pos=True)
                          if show_bar else contextlib.nullcontext(_NoBar()))
         with progress as bar:
-            while moved < goal:
-                want = min(chunk, goal - moved)
-                timeout = HTTP_TIMEOUT + (want / rate if rate else 0)
-                res = a.client.post_json(path, {**body, "maxMessages": want, "dryRun": False},
-                                         timeout=timeout) or {}
-                step = int(res.get("moved") or 0)
-                remaining = int(res.get("remaining") or 0)
-                moved += step
-                bar.update(step)
-                if step == 0 or remaining == 0:
-                    break
+            worker.start()
+            while worker.is_alive():
+                worker.join(PROGRESS_SECONDS)
+                if show_bar and worker.is_alive():
+                    now = _running_task_moved(a.client, path)
+                    if now > shown:
+                        bar.update(now - shown)
+                        shown = now
+            if "error" in outcome:
+                raise outcome["error"]
+            res = outcome["result"]
+            moved, remaining = int(res.get("moved") or 0), int(res.get("remaining") or 0)
+            bar.update(max(moved - shown, 0))
     except KeyboardInterrupt:
         with contextlib.suppress(click.ClickException):
-            a.client.request("DELETE", path)  # stop the call in flight on the broker
+            a.client.request("DELETE", path)  # stop the redrive in flight on the broker
         raise click.ClickException(
-            f"interrupted after {moved} of {goal} messages were moved (the call in flight was cancelled); "
+            f"interrupted after about {shown} of {goal} messages were moved (the redrive was cancelled); "
             "run the same command again to move the rest: nothing is moved twice"
         ) from None
     a.report(f"Moved {moved} messages{_describe(body)} from {dlq_topic} {where}; "
