@@ -11,7 +11,9 @@
 # holds two asyncio consumers, and receive() keeps one pending receive per
 # consumer and returns whichever completes first; the other stays pending for
 # the next call, so no message is dropped and each consumer's receiver queue
-# is the flow control. On a broker without the atomic move (Apache Pulsar)
+# is the flow control. Several tasks may await receive() at once (a worker
+# pool): they share the pending receives, and each finished one goes to exactly
+# one of them. On a broker without the atomic move (Apache Pulsar)
 # moves fall back to produce-then-acknowledge, as RetryConsumer's do.
 from __future__ import annotations
 
@@ -133,9 +135,12 @@ class AsyncRetryConsumer(RetryCore):
                 self._pending.values(), timeout=None if deadline is None else max(0.0, deadline - loop.time()),
                 return_when=asyncio.FIRST_COMPLETED,
             )
-            if not done:
-                raise pulsar.Timeout(f"no message within {timeout_millis} ms")
-            consumer = next(c for c, task in self._pending.items() if task in done)
+            ready = [c for c, task in self._pending.items() if task in done]
+            if not ready:
+                if not done:
+                    raise pulsar.Timeout(f"no message within {timeout_millis} ms")
+                continue  # another receive() awaited the same receive and took its message
+            consumer = ready[0]
             msg = self._pending.pop(consumer).result()
             worn_out = self.plan_worn_out(msg) if self._fallback is not None else None
             if worn_out is None:
