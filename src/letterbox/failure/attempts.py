@@ -77,8 +77,24 @@ class Attempt:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Attempt:
-        return cls(int(doc.get("deliveredAt") or 0), int(doc.get("endedAt") or 0), doc.get("consumer"),
-                   doc.get("address"), str(doc.get("ending") or ""), doc.get("reason"))
+        """An attempt from DELIVERY_ATTEMPTS text (which any producer on a dead letter topic
+        can write): a field of the wrong type or out of range reads as unknown."""
+        return cls(_time_ms(doc.get("deliveredAt")), _time_ms(doc.get("endedAt")), _text(doc.get("consumer")),
+                   _text(doc.get("address")), _text(doc.get("ending")) or "", _text(doc.get("reason")))
+
+
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later is not a time
+
+
+def _time_ms(value: Any) -> int:
+    """A time in ms since the epoch, or 0 (unknown) for anything else."""
+    if type(value) is int and 0 < value <= MAX_TIME_MS:
+        return value
+    return 0
+
+
+def _text(value: Any) -> str | None:
+    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None
 
 
 def ending_for(event: Event, announced: str | None = None, announces: bool = False) -> str:
@@ -135,9 +151,9 @@ def parse_attempts_property(value: str | None) -> list[Attempt]:
         return []
     try:
         doc = json.loads(value)
-        return [Attempt.from_json(d) for d in doc if isinstance(d, dict)]
-    except (ValueError, TypeError):
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return []
+    return [Attempt.from_json(d) for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
 
 
 def last_reason(attempts: list[Attempt]) -> str | None:
