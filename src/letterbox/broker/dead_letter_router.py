@@ -94,6 +94,7 @@ async def move_to_dead_letter(
     moved_ids: list[int] = []
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
     moved = 0
+    carry = service.schemas.carry_from(source.name).to(target_name)  # small hook (parity): schema on the DLQ
     async with service.store.transaction() as txn:
         await txn.lock(cursor)
         now = service.clock.now_ms()  # stamps and publish time follow the broker's clock
@@ -112,7 +113,7 @@ async def move_to_dead_letter(
                 prepared = prepare_moved_append(
                     txn, entry, source.name, target.ledger, extra=extra,
                     skip_indexes=cursor.acked_indexes(eid), producer_name=producer_name, now=now,
-                    limit=service.config.max_message_size,
+                    limit=service.config.max_message_size, schema=carry,
                 )
             except Exception as exc:  # a malformed entry: its original bytes, with the reason
                 log.warning("entry %d of %s is malformed (%s): dead-lettered as raw bytes", eid, source.name, exc)
@@ -122,6 +123,7 @@ async def move_to_dead_letter(
                     extra={**extra, REAL_TOPIC: str(source.name),
                            DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
                     producer_name=producer_name, sequence_id=txn.next_entry_id(target.ledger), publish_time=now,
+                    schema=carry,
                 )
                 prepared = txn.append(target.ledger, raw, entry.num_messages, now), entry.num_messages
             moved_ids.append(eid)

@@ -73,6 +73,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     target = service.persistent_topic(req.target, create=True)
     if req.initial_subscription and req.initial_subscription not in target.subscriptions:
         target.subscription_for(req.initial_subscription, True, "earliest", None)
+    carry = service.schemas.carry_from(source.name).to(req.target)  # small hook (parity): schema on the target
     async with service.store.transaction() as txn:
         await txn.lock(cursor)  # decide on a state no other move is changing
         if cursor.is_acked(eid) or req.batch_index in cursor.acked_indexes(eid):
@@ -97,7 +98,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
                 txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
                 producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
                 deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
-                limit=service.config.max_message_size,
+                limit=service.config.max_message_size, schema=carry,
             )
         except (CompressionError, MalformedFrame) as exc:  # a batch that cannot be reopened stays put
             raise NotAllowed(f"message {eid}:{req.batch_index} of {source.name} cannot be reopened "

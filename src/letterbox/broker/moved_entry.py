@@ -10,9 +10,11 @@
 # A batch that cannot be reopened (malformed) is moved as raw bytes instead
 # (build_raw_moved_entry): the original payload untouched, the properties on
 # the entry's metadata; if even the metadata is unreadable, the entry as it is.
+# `schema` (a schema_registry.SchemaCarry) gives the target's schema version for the
+# source's: the message is re-stamped with it (or without one where it gives None).
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -33,6 +35,19 @@ if TYPE_CHECKING:
     from letterbox.storage.transaction import PendingAppend, Transaction
     from letterbox.topic_name import TopicName
 
+SchemaMap = Callable[[bytes], "bytes | None"]
+
+
+def carry_schema(meta: pb.MessageMetadata, schema: SchemaMap | None) -> None:
+    """Re-stamp `meta`'s schema version with the target's (see SchemaCarry)."""
+    if schema is None or not meta.HasField("schema_version"):
+        return
+    carried = schema(meta.schema_version)
+    if carried is None:
+        meta.ClearField("schema_version")
+    else:
+        meta.schema_version = carried
+
 
 def prepare_moved_append(
     txn: Transaction,
@@ -46,6 +61,7 @@ def prepare_moved_append(
     now: int,
     deliver_at: int | None = None,
     limit: int = DEFAULT_LIMIT,
+    schema: SchemaMap | None = None,
 ) -> tuple[PendingAppend, int] | None:
     """Add the append of `entry` (of topic `source`) to `target` as a moved message to
     `txn`; returns it and its message count, None if no message is left to move.
@@ -63,6 +79,7 @@ def prepare_moved_append(
         publish_time=now,
         deliver_at=deliver_at,
         limit=limit,
+        schema=schema,
     )
     if built is None:
         return None
@@ -84,6 +101,7 @@ def build_moved_entry(
     keep_if_present: Mapping[str, str] | None = None,
     deliver_at: int | None = None,
     limit: int = DEFAULT_LIMIT,
+    schema: SchemaMap | None = None,
 ) -> tuple[bytes, int] | None:
     """Return (headers_and_payload, message count) for the target topic, or None if
     nothing is left. `keep_if_present` are set only where the message has no value."""
@@ -96,6 +114,7 @@ def build_moved_entry(
     meta.publish_time = publish_time
     meta.ClearField("replicated_from")
     meta.ClearField("deliver_at_time")
+    carry_schema(meta, schema)
     if deliver_at is not None:
         meta.deliver_at_time = deliver_at
 
@@ -141,6 +160,7 @@ def build_raw_moved_entry(
     producer_name: str,
     sequence_id: int,
     publish_time: int,
+    schema: SchemaMap | None = None,
 ) -> bytes:
     """The entry moved as raw bytes: its payload unchanged (still compressed and
     batched as it was), `extra` and the origin on its metadata. An entry whose
@@ -160,6 +180,7 @@ def build_raw_moved_entry(
         meta.sequence_id = sequence_id
         meta.publish_time = publish_time
         meta.ClearField("deliver_at_time")
+        carry_schema(meta, schema)
         return build_headers_and_payload(meta, bytes(parsed.payload))
     except Exception:
         return data

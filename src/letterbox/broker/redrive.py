@@ -208,9 +208,10 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
             await txn.lock(other)  # one fixed order: two redrives never wait on each other
         producer_name = f"{topic.name}-letterbox-redrive"
         now = service.clock.now_ms()
+        schemas = service.schemas.carry_from(topic.name)  # small hook (parity): schemas on the targets
         for dl, name, sub in chunk:
             target = targets[str(name)]
-            data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now)
+            data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now, schemas.to(target.name))
             appended = txn.append(target.ledger, data, 1, now)
             if sub is not None:
                 for other in others[(str(name), sub.subscription)]:

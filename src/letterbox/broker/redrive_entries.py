@@ -6,7 +6,7 @@
 # caller's transaction.
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from letterbox.broker.dead_letters import handled_subscription
@@ -51,7 +51,9 @@ def handled_cursor(topic: PersistentTopic) -> ManagedCursor:
     return sub.cursor
 
 
-def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int) -> bytes:
+def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int,
+                   schema: Callable[[bytes], bytes | None] | None = None) -> bytes:
+    """`schema`: the target's schema version for the DLQ's (a SchemaCarry); None keeps it."""
     meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
     for k, v in redriven_properties(dl.properties).items():
         meta.properties.add(key=k, value=v)
@@ -65,8 +67,11 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
         meta.event_time = dl.event_time
     if dl.null_value:
         meta.null_value = True
-    if dl.schema_version is not None:
-        meta.schema_version = dl.schema_version
+    version = dl.schema_version
+    if version is not None and schema is not None:
+        version = schema(version)
+    if version is not None:
+        meta.schema_version = version
     return build_headers_and_payload(meta, dl.payload)
 
 

@@ -8,8 +8,9 @@
 # version 0.
 # Invariants: the registry's in-memory map is the truth once a topic was
 # read; a new version is put in it and its metadata write is submitted to the
-# store's single writer before any producer learns the version, so a message
-# carrying version n is never durable before version n is.
+# store's single writer (at once, Store.submit_metadata) before any producer or
+# move learns the version, so a message carrying version n is never durable
+# before version n is.
 # Compatibility (namespace policy schema_compatibility_strategy, Pulsar's
 # enum; unset or UNDEFINED: the broker's schema_compatibility_strategy,
 # FULL by default as Pulsar's): a schema equal to
@@ -19,13 +20,21 @@
 # schema reads data of the latest version -- of every version for
 # *_TRANSITIVE; FORWARD: the other way; FULL: both); other types are
 # compatible only with their own type. A refusal raises IncompatibleSchema.
+# Messages the broker moves (dead letters, retries, redrives, parked keys) carry
+# their schema to the target (SchemaCarry): the source's version of each message is
+# registered on the target (found or added, under the target's strategy, as Pulsar's
+# client-side DLQ producer registers the consumer's schema there) and the message
+# carries the target's version number. A new version's write is submitted before the
+# move's transaction, and the single writer applies submissions in order, so the move
+# never commits before the version it names. A target whose strategy refuses the schema still gets the message (a dead
+# letter is never held back), without a schema version, and a warning is logged.
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -244,6 +253,10 @@ class SchemaRegistry:
             raise IncompatibleSchema(f"Incompatible schema for consumer: {reason}")
         return None
 
+    def carry_from(self, source: TopicName) -> SchemaCarry:
+        """The schema versions of messages the broker moves out of `source` (SchemaCarry)."""
+        return SchemaCarry(self, source)
+
     def delete_all(self, name: TopicName) -> tuple[list[SchemaVersion], Awaitable[None]]:
         topic = self._load(name)
         gone, topic.versions = topic.versions, []
@@ -253,7 +266,7 @@ class SchemaRegistry:
         key = str(name.partitioned_parent)
         doc = json.dumps({"next": topic.next, "versions": [v.to_json() for v in topic.versions]})
         store = self.service.store
-        write = asyncio.ensure_future(store.put_metadata(SCHEMAS_KEY + key, doc))
+        write = store.submit_metadata(SCHEMAS_KEY + key, doc)  # queued now, before any later move
         self.service.track(write)
         if store.get_metadata(LEGACY_KEY + key) is not None:
             self.service.background(store.put_metadata(LEGACY_KEY + key, None))
@@ -274,3 +287,48 @@ def _type_name(t: int) -> str:
 
 
 type_name = _type_name
+
+
+class SchemaCarry:
+    """The schema versions of messages moved by the broker out of `source`: `to(target)`
+    maps a message's schema version (8 bytes, the source's) to the target's (None: the
+    message goes without one). Use it before the move's transaction commits."""
+
+    def __init__(self, registry: SchemaRegistry, source: TopicName) -> None:
+        self.registry = registry
+        self.source = source
+        self._seen: dict[tuple[str, bytes], bytes | None] = {}
+
+    def to(self, target: TopicName) -> Callable[[bytes], bytes | None]:
+        def carry(raw: bytes) -> bytes | None:
+            key = (str(target), bytes(raw))
+            if key not in self._seen:
+                self._seen[key] = self._carry(target, key[1])
+            return self._seen[key]
+
+        return carry
+
+    def _carry(self, target: TopicName, raw: bytes) -> bytes | None:
+        if self.source.partitioned_parent == target.partitioned_parent:
+            return raw  # the same registry: the version means the same there
+        registry = self.registry
+        if not registry.versions(self.source):
+            # a topic without schemas whose messages carry versions (a dead letter topic written
+            # before moved messages registered their schema): the version is their origin's
+            return raw
+        try:
+            schema = registry.get(self.source, parse_version_bytes(raw))
+        except NotAllowed:
+            schema = None
+        if schema is None:
+            log.warning("moving a message of %s to %s: its schema version %s is not in the registry; "
+                        "moved without a schema version", self.source, target, raw.hex())
+            return None
+        try:
+            added, _write = registry.add(target, schema)  # submitted now: stored before the move
+        except IncompatibleSchema as exc:
+            log.warning("moving a message of %s to %s: the target refuses its schema (version %d of the "
+                        "source), moved without a schema version: %s", self.source, target,
+                        schema.version, exc)
+            return None
+        return version_bytes(added.version)

@@ -168,7 +168,12 @@ class Store:
 
     async def put_metadata(self, key: str, value: str | None) -> None:
         """Store (None: delete) a metadata value; get_metadata sees it once it committed."""
-        await self._submit([MetadataOp(key, value, self._metadata_committed)], None)
+        await self.submit_metadata(key, value)
+
+    def submit_metadata(self, key: str, value: str | None) -> asyncio.Future[None]:
+        """put_metadata, queued to the writer at once: it commits before (or with) anything
+        submitted after this call (the writer applies submissions in order)."""
+        return self._submit([MetadataOp(key, value, self._metadata_committed)], None)
 
     def _metadata_committed(self, key: str, value: str | None) -> None:
         if value is None:
