@@ -272,3 +272,51 @@ def test_broker_default_strategy_applies_without_a_policy(broker_factory: Any) -
     set_strategy(b, "public/default", "BACKWARD")  # a namespace policy wins over the broker's default
     client.create_producer(topic, schema=AvroSchema(_user_v2())).close()
     client.close()
+
+
+def test_v3_removing_a_required_field_refused_under_full_accepted_under_backward_as_pulsar(
+        broker: BrokerProcess, pclient: pulsar.Client, namespace: str) -> None:
+    """The acceptance's v1 -> v2 (added optional field) -> v3 (removed the required `age`).
+    Pulsar checks AVRO/JSON with Avro's validators (AvroSchemaBasedCompatibilityCheck):
+    BACKWARD is "the new schema can read the latest version's data" (canReadStrategy, the
+    latest only), and a reader ignores a field it does not have, so Pulsar ACCEPTS v3 under
+    BACKWARD; it refuses it under FORWARD and FULL (a v2 reader cannot fill `age`, which has
+    no default), and FULL is Pulsar's default (schemaCompatibilityStrategy=FULL). letterbox
+    does the same: refused with IncompatibleSchema under the default, accepted under BACKWARD."""
+    import asyncio
+
+    import pulsar.asyncio as pa
+
+    topic = f"persistent://{namespace}/evolving"
+    user_v2, user_v3 = _user_v2(), _user_v3()
+    p1 = pclient.create_producer(topic, schema=AvroSchema(UserV1))  # no policy: the broker's FULL
+    p1.send(UserV1(name="ada", age=36))
+    p2 = pclient.create_producer(topic, schema=AvroSchema(user_v2))  # an optional field: FULL allows it
+    p2.send(user_v2(name="bob", age=41, email="bob@example.com"))
+    with pytest.raises(pulsar.IncompatibleSchema):
+        pclient.create_producer(topic, schema=AvroSchema(user_v3))
+
+    async def refused_async() -> pulsar.Result:
+        client = pa.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+        try:
+            await client.create_producer(topic, schema=AvroSchema(user_v3))
+            return pulsar.Result.Ok
+        except pa.PulsarException as exc:
+            return exc.error()
+        finally:
+            await client.close()
+
+    assert asyncio.run(refused_async()) == pulsar.Result.IncompatibleSchema
+    assert [v["version"] for v in all_versions(broker, f"{namespace}/evolving")["getSchemaResponses"]] == [0, 1]
+
+    set_strategy(broker, namespace, "BACKWARD")
+    p3 = pclient.create_producer(topic, schema=AvroSchema(user_v3))  # v3 reads v2's data: accepted
+    p3.send(user_v3(name="cy", email="cy@example.com"))
+    consumer = pclient.subscribe(topic, "v3-readers", schema=AvroSchema(user_v3), initial_position=EARLIEST)
+    got = [consumer.receive(10_000) for _ in range(3)]
+    assert [version_of(m) for m in got] == [0, 1, 2]
+    assert [(m.value().name, m.value().email) for m in got] == [
+        ("ada", None), ("bob", "bob@example.com"), ("cy", "cy@example.com")]
+    assert all(not hasattr(m.value(), "age") for m in got)  # v3 has no `age`
+    for c in (consumer, p1, p2, p3):
+        c.close()
