@@ -10,6 +10,7 @@ from letterbox.protocol import (
     commands,
     parse_headers_and_payload,
     pb,
+    receipts,
 )
 
 T = pb.BaseCommand
@@ -240,6 +241,17 @@ def test_send_receipt_bytes_equal_protobuf_serialization(value: int, highest: in
         assert raw[8:] == expected
         assert raw[:4] == (len(expected) + 4).to_bytes(4, "big")
         assert raw[4:8] == len(expected).to_bytes(4, "big")
+
+
+@pytest.mark.parametrize("ledger", [0, 3, 300, U64])
+@pytest.mark.parametrize("pid", [0, 1, 200, U64])
+def test_send_receipts_are_the_receipts_back_to_back(pid: int, ledger: int) -> None:
+    """send_receipts encodes what the producer's receipts encode one by one, in order."""
+    items = [(seq, entry, highest) for seq in (0, 5, 2**40, U64) for entry in (0, 127, 128, 2**33, U64)
+             for highest in (None, 0, 2**20, U64)]
+    expected = b"".join(commands.send_receipt(pid, seq, ledger, entry, highest) for seq, entry, highest in items)
+    assert receipts.send_receipts(pid, ledger, items) == expected
+    assert receipts.send_receipts(pid, ledger, []) == b""
 
 
 def _protobuf_message(consumer_id: int, ledger: int, entry: int, partition: int, redeliveries: int,

@@ -219,7 +219,6 @@ def _publish(
         cnx.flow.publish_started(len(hp))
         _chain(cnx, producer, fut, seq, highest, len(hp))
         return
-    cnx.flow.publish_started(len(hp))
     send_batch.add(cnx, producer, op, seq, highest, len(hp))
 
 

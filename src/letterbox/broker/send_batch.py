@@ -11,6 +11,8 @@
 #   * receipts are written only after the submission committed (durable), in send order,
 #     and before any later receipt, duplicate answer or refusal of the same producer
 #     (`submit_producer` runs before those are chained on `last_receipt`);
+#   * the batch's bytes and SEND count enter the connection's flow control once, when it is
+#     submitted (still inside the input pass), and leave it once, with its receipts;
 #   * a submission is atomic: if it fails, every SEND in it gets SEND_ERROR
 #     (PersistenceError), as each would have (a failed append fences its ledger).
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import ServerError
 from letterbox.protocol import commands
+from letterbox.protocol.receipts import send_receipts
 from letterbox.storage.errors import StorageError, is_storage_fault
 
 if TYPE_CHECKING:
@@ -36,7 +39,9 @@ Pending = tuple["AppendOp", int, "int | None", int]
 
 
 def add(cnx: ServerCnx, producer: Producer, op: AppendOp, seq: int, highest: int | None, nbytes: int) -> None:
-    """A SEND whose entry id is reserved; stored with the producer's others of this pass."""
+    """A SEND whose entry id is reserved; stored with the producer's others of this pass.
+    Its bytes count toward the connection's backpressure from submit_producer on (the
+    same input pass: reading can only pause between passes)."""
     if not producer.unsubmitted:
         cnx.send_batches.append(producer)
     producer.unsubmitted.append((op, seq, highest, nbytes))
@@ -56,18 +61,22 @@ def submit_producer(cnx: ServerCnx, p: Producer) -> None:
     p.unsubmitted = []
     topic = p.topic
     assert isinstance(topic, PersistentTopic)
+    nbytes = 0
+    for b in batch:
+        nbytes += b[3]
+    cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
     try:
         fut = topic.ledger.submit_appends([b[0] for b in batch])
     except StorageError as exc:
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
-    fut.add_done_callback(lambda f: _receipts(cnx, p, batch, f))
+    fut.add_done_callback(lambda f: _receipts(cnx, p, batch, nbytes, f))
     p.last_receipt = fut  # type: ignore[assignment]
 
 
-def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], f: asyncio.Future[None]) -> None:
-    flow = cnx.flow
+def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], nbytes: int, f: asyncio.Future[None]) -> None:
     pid = p.producer_id
+    cnx.flow.publish_done(nbytes, len(batch))
     err = None if f.cancelled() else f.exception()
     if err is not None or f.cancelled():
         # a storage fault is logged once by the store (degraded); a resend must not be
@@ -77,14 +86,9 @@ def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], f: asyncio.Futu
         topic = p.topic
         if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
             p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
-        for _op, seq, _highest, nbytes in batch:
-            flow.publish_done(nbytes)
+        for _op, seq, _highest, _nbytes in batch:
             cnx.write(commands.send_error(pid, seq, ServerError.PersistenceError, f"could not store message: {err}"))
         return
-    receipt = commands.send_receipt
-    frames = []
-    for op, seq, highest, nbytes in batch:
-        flow.publish_done(nbytes)
-        pos = op.entry.position
-        frames.append(receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
-    cnx.write(b"".join(frames))
+    ledger_id = batch[0][0].entry.position.ledger_id
+    cnx.write(send_receipts(pid, ledger_id, [(seq, op.entry.position.entry_id, highest)
+                                             for op, seq, highest, _nbytes in batch]))

@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 
-__all__ = ["message", "send_receipt", "varint"]
+__all__ = ["message", "send_receipt", "send_receipts", "varint"]
 
 _HEADER = struct.Struct(">II")
 _BYTE = [bytes((i,)) for i in range(0x80)]
@@ -58,6 +58,31 @@ def send_receipt(
     body = b"".join((_RECEIPT_TYPE, varint(len(receipt)), receipt))
     n = len(body)
     return _HEADER.pack(n + 4, n) + body
+
+
+def send_receipts(producer_id: int, ledger_id: int,
+                  receipts: Iterable[tuple[int, int, int | None]]) -> bytes:
+    """The framed SEND_RECEIPTs of one producer's entries in one ledger, back to back:
+    (sequence_id, entry_id, highest_sequence_id or None) each; the bytes of
+    send_receipt(producer_id, sequence_id, ledger_id, entry_id, highest) for every one,
+    with the parts they share encoded once."""
+    head = b"\x08" + varint(producer_id) + b"\x10"
+    ledger = b"\x08" + varint(ledger_id) + b"\x10"
+    frame_header = _HEADER.pack
+    out: list[bytes] = []
+    append = out.append
+    for seq, entry_id, highest in receipts:
+        msg_id = ledger + varint(entry_id)
+        receipt = b"".join((head, varint(seq), b"\x1a", _BYTE[len(msg_id)], msg_id))
+        if highest is not None:
+            receipt += b"\x20" + varint(highest)
+        size = len(receipt)
+        n = size + 4 if size < 0x80 else size + 3 + len(varint(size))
+        append(frame_header(n + 4, n))
+        append(_RECEIPT_TYPE)
+        append(_BYTE[size] if size < 0x80 else varint(size))
+        append(receipt)
+    return b"".join(out)
 
 
 def message(
