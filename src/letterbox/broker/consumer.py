@@ -66,21 +66,16 @@ class Consumer:
         self.permits -= taken
         self.permits_owed = min(MAX_PERMITS, self.permits_owed + messages - taken)
 
-    def send_entry(self, entry: Entry, redelivery_count: int, ack_set: list[int] | None) -> None:
+    def booked_message(self, entry: Entry, redelivery_count: int, ack_set: list[int] | None) -> bytes:
+        """Book `entry` as sent to this consumer (pending ack, permits) and return its
+        MESSAGE frame; the caller writes it."""
         pos = entry.position
-        self.pending[pos.entry_id] = entry.num_messages
-        self.take_permits(entry.num_messages)
-        self.msg_out += entry.num_messages
-        self.cnx.write(
-            commands.message(
-                self.consumer_id,
-                pos.ledger_id,
-                pos.entry_id,
-                self.partition_index,
-                redelivery_count,
-                ack_set,
-                entry.data,
-            )
+        n = entry.num_messages
+        self.pending[pos.entry_id] = n
+        self.take_permits(n)
+        self.msg_out += n
+        return commands.message(
+            self.consumer_id, pos.ledger_id, pos.entry_id, self.partition_index, redelivery_count, ack_set, entry.data
         )
 
     def send_raw(self, ledger_id: int, entry_id: int, num_messages: int, data: bytes) -> None:

@@ -13,7 +13,9 @@
 #   redelivered messages are never overtaken by newer ones of the same consumer
 #   (Exclusive/Failover) or key (Key_Shared).
 # - An entry is added to a consumer's pending map before its MESSAGE is written
-#   (Consumer.send_entry), after the tracker has recorded the delivery.
+#   (Consumer.booked_message), after the tracker has recorded the delivery. The
+#   frames of consecutive entries for one consumer are written with one write, in
+#   entry order, before the round ends or another consumer's frames are written.
 # This base class, with no consumer selection, is also the dispatcher of a
 # subscription that has never had a consumer.
 from __future__ import annotations
@@ -34,6 +36,8 @@ READ_BATCH = 100
 MAX_ENTRIES_PER_ROUND = 2000
 MAX_EXAMINED_PER_ROUND = 20_000
 MAX_REPLAY_PARKED = 10_000
+# a run of MESSAGE frames for one consumer is written once it holds this many bytes
+RUN_WRITE_BYTES = 1024 * 1024
 
 
 class Dispatcher:
@@ -128,48 +132,69 @@ class Dispatcher:
         quarantine = sub.quarantine if sub.quarantine.active else None
         limits = sub.topic.limits
         throttled = limits.subscription_dispatch_rate is not None or limits.topic_dispatch_rate is not None
-        while (
-            self.read_position <= last
-            and sent < MAX_ENTRIES_PER_ROUND
-            and examined < MAX_EXAMINED_PER_ROUND
-            and self.any_available()
-        ):
-            compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
-            if compacted is not None:
-                entries = compacted
-            else:
-                if self.read_position < ledger.first_position.entry_id:
-                    self.read_position = ledger.first_position.entry_id
-                entries = ledger.read_entries(self.read_position, READ_BATCH)
-            if not entries:
-                break
-            examined += len(entries)
-            for entry in entries:
-                eid = entry.position.entry_id
-                if cursor.is_acked(eid) or tracker.hold(entry):
-                    self.read_position = eid + 1
-                    continue
-                if quarantine is not None and not quarantine.admit(entry):  # waits or is parked
-                    self.read_position = eid + 1
-                    if quarantine.full:
-                        return
-                    continue
-                if throttled and not dispatch_rate.admit(sub, entry, self.schedule):
-                    return  # the dispatch rate's window is full: woken when it turns
-                target = self._target(entry, plan)
-                if target is None:
-                    if not self.defers:
-                        return
-                    self.read_position = eid + 1
-                    self._defer(entry, plan)
-                    if len(self._replay) >= MAX_REPLAY_PARKED:
-                        return
-                    continue
-                self.read_position = eid + 1
-                self._send(sub, target, entry)
-                sent += 1
-                if not self.any_available():
+        # the MESSAGE frames of consecutive entries for one consumer are written together
+        # (one write per run, or per RUN_WRITE_BYTES), after the consumer's bookkeeping
+        run: Consumer | None = None
+        frames: list[bytes] = []
+        run_bytes = 0
+        try:
+            while (
+                self.read_position <= last
+                and sent < MAX_ENTRIES_PER_ROUND
+                and examined < MAX_EXAMINED_PER_ROUND
+                and self.any_available()
+            ):
+                compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
+                if compacted is not None:
+                    entries = compacted
+                else:
+                    if self.read_position < ledger.first_position.entry_id:
+                        self.read_position = ledger.first_position.entry_id
+                    entries = ledger.read_entries(self.read_position, READ_BATCH)
+                if not entries:
                     break
+                examined += len(entries)
+                for entry in entries:
+                    eid = entry.position.entry_id
+                    if cursor.is_acked(eid) or tracker.hold(entry):
+                        self.read_position = eid + 1
+                        continue
+                    if quarantine is not None and not quarantine.admit(entry):  # waits or is parked
+                        self.read_position = eid + 1
+                        if quarantine.full:
+                            return
+                        continue
+                    if throttled and not dispatch_rate.admit(sub, entry, self.schedule):
+                        return  # the dispatch rate's window is full: woken when it turns
+                    target = self._target(entry, plan)
+                    if target is None:
+                        if not self.defers:
+                            return
+                        self.read_position = eid + 1
+                        self._defer(entry, plan)
+                        if len(self._replay) >= MAX_REPLAY_PARKED:
+                            return
+                        continue
+                    self.read_position = eid + 1
+                    if target is not run:
+                        if run is not None and frames:
+                            run.cnx.write(b"".join(frames))
+                            frames = []
+                            run_bytes = 0
+                        run = target
+                    frame = self._frame(sub, target, entry)
+                    frames.append(frame)
+                    run_bytes += len(frame)
+                    if run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
+                        target.cnx.write(b"".join(frames))
+                        frames = []
+                        run_bytes = 0
+                    sent += 1
+                    if not self.any_available():
+                        break
+        finally:
+            if run is not None and frames:
+                run.cnx.write(b"".join(frames))
         if sent >= MAX_ENTRIES_PER_ROUND or examined >= MAX_EXAMINED_PER_ROUND:
             self.schedule()  # yield to other connections, then go on
 
@@ -206,12 +231,17 @@ class Dispatcher:
         return sent
 
     def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
+        target.cnx.write(self._frame(sub, target, entry))
+
+    def _frame(self, sub: Subscription, target: Consumer, entry: Entry) -> bytes:
+        """Record the delivery of `entry` to `target` and return its MESSAGE frame, which
+        the caller writes before anything else goes to the target's connection."""
         eid = entry.position.entry_id
         sub.tracker.on_send(eid)
         ack_set = sub.cursor.batch_ack_set(eid)
         if sub.read_compacted:  # messages the compacted view left out count as acked
             ack_set = compacted_ack_set(sub, entry, ack_set)
-        target.send_entry(entry, sub.cursor.redelivery_count(eid), ack_set)
+        return target.booked_message(entry, sub.cursor.redelivery_count(eid), ack_set)
 
     # --- selection hooks (Key_Shared overrides them) --------------------------
     def _new_round(self) -> Any:

@@ -78,6 +78,12 @@ class SharedDispatcher(Dispatcher):
         super().__init__(sub, carry)
         self._next = 0
 
+    def any_available(self) -> bool:
+        for c in self.consumers:  # noqa: SIM110 (a plain loop: asked once per entry sent)
+            if c.available:
+                return True
+        return False
+
     def select(self, entry: Entry, replay: bool) -> Consumer | None:
         n = len(self.consumers)
         for i in range(n):
