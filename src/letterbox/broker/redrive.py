@@ -12,7 +12,9 @@
 # and its retries start at 0 (redrive_entries.py).
 # Refused before anything is created (check): a topic holding messages that are
 # not dead letters (NotDeadLetterTopic), a target in a namespace that does not
-# exist (TopicNotFound), a second redrive while one runs (RedriveRunning).
+# exist (TopicNotFound), a terminated target or a partitioned topic's parent
+# name (NotAllowed; a chunk re-checks termination just before it commits), a
+# second redrive while one runs (RedriveRunning).
 # What a redrive takes and how many: redrive_scan.py (scans that give the event
 # loop back as they go). Locks and the running redrive: redrive_locks.py. Each
 # chunk's selection and commit hold the DLQ's lock, so a redrive and a purge
@@ -218,6 +220,9 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
                     txn.ack_appended(other, appended)
         mark_handled(txn, cursor, [dl for dl, _n, _s in chunk])
         last = chunk[-1][0].entry_id
+        for target in targets.values():  # terminated while this chunk waited: it takes nothing more
+            if target.terminated is not None:
+                raise NotAllowed(f"redrive target {target.name} is terminated: it takes no more messages")
         if progress is not None:
             progress.record(txn, len(chunk), last)
         try:

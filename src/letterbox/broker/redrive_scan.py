@@ -9,6 +9,8 @@
 #     in a DLQ of hundreds of thousands of messages never stalls the broker's other
 #     clients. One pass (survey) answers all a redrive's up-front questions: how many
 #     match, how many can move, their targets, and why the others cannot.
+#   * Refused up front: a target a producer could not write either (terminated, a
+#     partitioned topic's parent name; redrive_targets.target_refusal).
 #   * Scans keep counts and targets, never the dead letters themselves: memory does
 #     not grow with the DLQ.
 from __future__ import annotations
@@ -29,6 +31,7 @@ from letterbox.broker.redrive_targets import (
     SubscriptionTarget,
     check_subscription_only,
     subscription_target,
+    target_refusal,
 )
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.message_properties import REAL_TOPIC
@@ -177,3 +180,6 @@ def check_targets(topic: PersistentTopic, req: RedriveRequest, found: Survey) ->
         ns = target.namespace_name
         if service.namespace_policies.document(ns) is None and not service.list_topics(ns):
             raise TopicNotFound(f"redrive target {target}: namespace {ns} does not exist")
+        why = target_refusal(service, target)
+        if why is not None:
+            raise NotAllowed(why)

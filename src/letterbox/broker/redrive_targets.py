@@ -7,6 +7,8 @@
 #   * the topic is REAL_TOPIC. A partition name is used as is; a partitioned
 #     parent is resolved to the partition named in ORIGIN_MESSAGE_ID
 #     (`ledger:entry:partition:batch`), since subscriptions live on partitions;
+#   * a terminated source takes no message back (nor does a terminated or
+#     partitioned-parent target of a plain redrive: target_refusal);
 #   * only a DURABLE subscription that exists now qualifies. A message whose
 #     subscription cannot be named, or no longer exists, is not moved (it stays in
 #     the DLQ and a redrive task counts it as skipped).
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from letterbox.broker import topic_termination
 from letterbox.errors import InvalidTopicName, LetterboxError, NotAllowed, TopicNotFound
 from letterbox.failure import TopicRole, topic_role
 from letterbox.failure.naming import DLQ_SUFFIX, partitioned_parent
@@ -99,10 +102,32 @@ def subscription_target(service: BrokerService, dl: DeadLetter, dlq: TopicName) 
         return f"its source {real} is not persistent"
     if not service.topic_exists(real):
         return f"its source topic {real} does not exist"
+    if is_terminated(service, real):
+        return f"its source topic {real} is terminated (it takes no more messages)"
     ledger = service.store.get_ledger(str(real))
     if ledger is None or sub not in ledger.cursors():
         return f"subscription {sub!r} of {real} does not exist (durable subscriptions only)"
     return SubscriptionTarget(real, sub)
+
+
+def is_terminated(service: BrokerService, name: TopicName) -> bool:
+    """Whether `name` was terminated (broker/topic_termination.py): it takes no more messages,
+    from a producer or a redrive."""
+    loaded = service.topics.get(str(name))
+    if loaded is not None:
+        return getattr(loaded, "terminated", None) is not None
+    return topic_termination.load(service.store, name) is not None
+
+
+def target_refusal(service: BrokerService, name: TopicName) -> str | None:
+    """Why a (plain) redrive may not append to `name`, or None: a producer could not either."""
+    partitions = service.partitions_of(name)
+    if partitions > 0:
+        return (f"redrive target {name} is a partitioned topic ({partitions} partitions): redrive to one "
+                f"of its partitions ({name}-partition-<i>) as the target")
+    if is_terminated(service, name):
+        return f"redrive target {name} is terminated: it takes no more messages"
+    return None
 
 
 def target_topic(service: BrokerService, target: SubscriptionTarget) -> PersistentTopic:
