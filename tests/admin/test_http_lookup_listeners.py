@@ -113,3 +113,28 @@ def test_http_lookup_without_advertised_listeners_ignores_the_name(tmp_path: Pat
         assert status == 200 and body["brokerUrl"] == b.url, body
     finally:
         b.stop()
+
+
+def test_binary_lookup_listener_with_pulsar_asyncio(listened: tuple[BrokerProcess, int, int]) -> None:
+    """pulsar.asyncio's listener_name goes into the binary LOOKUP: `internal` is answered (and
+    reached), `external` is answered with its unreachable address, and an unknown name is
+    refused with ServiceNotReady, which the client retries until its operation timeout."""
+    import pulsar.asyncio as pulsar_asyncio
+
+    _b, port, _nowhere = listened
+
+    async def produce(listener: str) -> pulsar.Result:
+        client = pulsar_asyncio.Client(f"pulsar://127.0.0.1:{port}", listener_name=listener,
+                                       operation_timeout_seconds=5, logger=_quiet_logger())
+        try:
+            producer = await client.create_producer("persistent://public/default/async-listened")
+            await producer.send(listener.encode())
+            return pulsar.Result.Ok
+        except pulsar_asyncio.PulsarException as exc:
+            return exc.error()
+        finally:
+            await client.close()
+
+    assert asyncio.run(produce("internal")) == pulsar.Result.Ok
+    assert asyncio.run(produce("external")) == pulsar.Result.Timeout  # nothing listens there
+    assert asyncio.run(produce("nope")) == pulsar.Result.Timeout
