@@ -17,9 +17,11 @@ def run_with_store(
     body: Callable[[Store], Awaitable[T]],
     sync: SyncMode = "full",
     cache_bytes: int = 64 * 1024 * 1024,
+    large_payload_bytes: int | None = None,
 ) -> T:
     async def main() -> T:
-        store = Store(path, sync=sync, cache_bytes=cache_bytes, trim_interval=0.01)
+        extra = {} if large_payload_bytes is None else {"large_payload_bytes": large_payload_bytes}
+        store = Store(path, sync=sync, cache_bytes=cache_bytes, trim_interval=0.01, **extra)
         await store.start()
         try:
             return await body(store)

@@ -8,10 +8,14 @@
 #                           (or the op's submission failed); they update in-memory state.
 # Ops are plain data captured on the loop thread at submit time (e.g. a cursor's state is
 # serialized when the op is built), so the writer never reads live objects.
+# ledgers() names the ledgers whose write order an op must keep (None: it orders against
+# every ledger); the payload lane (payload_lane.py) routes by it. An AppendOp of a large
+# entry stores the name of its payload file (payload_files.py) in place of the data; ops that
+# delete such rows list the files in `released`, unlinked after their commit.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .attempt_log import AttemptChanges
@@ -49,9 +53,14 @@ class WriteOp:
     __slots__ = ()
     nbytes = 0  # approximate payload size, used to bound a group transaction
     writes = True  # False: changes no row (its commit says nothing about the disk)
+    released: Sequence[str] = ()  # payload files whose rows apply() deleted
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         raise NotImplementedError
+
+    def ledgers(self) -> tuple[int, ...] | None:
+        """The ledgers this op's order matters to; None: all of them (a barrier)."""
+        return None
 
     def on_commit(self) -> None:
         pass
@@ -61,7 +70,7 @@ class WriteOp:
 
 
 class AppendOp(WriteOp):
-    __slots__ = ("entry", "ledger", "nbytes", "producer_name", "sequence_id")
+    __slots__ = ("entry", "ledger", "nbytes", "payload_ref", "producer_name", "sequence_id")
 
     def __init__(
         self,
@@ -75,20 +84,25 @@ class AppendOp(WriteOp):
         self.producer_name = producer_name
         self.sequence_id = sequence_id
         self.nbytes = len(entry.data)
+        self.payload_ref: str | None = None  # the payload's file (set by the payload lane)
 
     @property
     def ledger_id(self) -> int:
         return self.entry.position.ledger_id
 
-    def entry_row(self) -> tuple[int, int, int, int, int, bytes]:
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.entry.position.ledger_id,)
+
+    def entry_row(self) -> tuple[int, int, int, int, int, bytes | str]:
         e = self.entry
+        ref = self.payload_ref
         return (
             e.position.ledger_id,
             e.position.entry_id,
             e.publish_time,
             e.num_messages,
             len(e.data),
-            e.data,
+            e.data if ref is None else ref,
         )
 
     def seq_row(self) -> tuple[int, str, int] | None:
@@ -125,6 +139,9 @@ class CreateLedgerOp(WriteOp):
         self.first_entry_id = first_entry_id
         self.ledger = ledger
 
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
+
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
             "INSERT OR IGNORE INTO ledgers (name, ledger_id, first_entry_id) VALUES (?, ?, ?)",
@@ -141,13 +158,18 @@ class CreateLedgerOp(WriteOp):
 
 
 class DeleteLedgerOp(WriteOp):
-    __slots__ = ("ledger_id",)
+    __slots__ = ("ledger_id", "released")
 
     def __init__(self, ledger_id: int) -> None:
         self.ledger_id = ledger_id
+        self.released: Sequence[str] = ()
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         lid = (self.ledger_id,)
+        self.released = payload_files_of(conn, "ledger_id = ?", lid)
         conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ?", lid)
@@ -159,12 +181,16 @@ class DeleteLedgerOp(WriteOp):
 class TrimOp(WriteOp):
     """Delete entries with entry_id <= upto and persist the trim watermark."""
 
-    __slots__ = ("freed_bytes", "ledger", "upto")
+    __slots__ = ("freed_bytes", "ledger", "released", "upto")
 
     def __init__(self, ledger: OpLedger, upto: int) -> None:
         self.ledger = ledger
         self.upto = upto
         self.freed_bytes = 0
+        self.released: Sequence[str] = ()
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger.ledger_id,)
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         lid = self.ledger.ledger_id
@@ -173,6 +199,7 @@ class TrimOp(WriteOp):
             (lid, self.upto),
         ).fetchone()
         self.freed_bytes = int(row[0])
+        self.released = payload_files_of(conn, "ledger_id = ? AND entry_id <= ?", (lid, self.upto))
         conn.execute("DELETE FROM entries WHERE ledger_id = ? AND entry_id <= ?", (lid, self.upto))
         conn.execute(
             "UPDATE ledgers SET first_entry_id = max(first_entry_id, ?) WHERE ledger_id = ?",
@@ -197,6 +224,9 @@ class CursorWriteOp(WriteOp):
         self.state = state
         self.failed = failed
         self.attempts = attempts
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
@@ -227,6 +257,9 @@ class DeleteCursorOp(WriteOp):
     def __init__(self, ledger_id: int, name: str) -> None:
         self.ledger_id = ledger_id
         self.name = name
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute(
@@ -271,6 +304,9 @@ class UnfenceOp(WriteOp):
     def __init__(self, ledger_id: int) -> None:
         self.ledger_id = ledger_id
 
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
+
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         fenced.discard(self.ledger_id)
 
@@ -285,3 +321,9 @@ class ProbeOp(WriteOp):
             "INSERT INTO counters (name, value) VALUES ('write_probe', 1) "
             "ON CONFLICT (name) DO UPDATE SET value = value + 1"
         )
+
+
+def payload_files_of(conn: sqlite3.Connection, where: str, args: tuple[int, ...]) -> list[str]:
+    """The payload files named by the entries matching `where` (rows whose data is TEXT)."""
+    return [str(r[0]) for r in conn.execute(
+        f"SELECT data FROM entries WHERE {where} AND typeof(data) = 'text'", args)]

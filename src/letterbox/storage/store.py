@@ -7,7 +7,8 @@
 #     future resolves on the loop thread after COMMIT (durable per sync mode), after each op's
 #     on_commit() has updated in-memory state, and confirm listeners fire once per ledger.
 #   * Reads use a separate read-only connection on the event-loop thread (point/range queries
-#     on the (ledger_id, entry_id) index); recent entries are served from the tail cache.
+#     on the (ledger_id, entry_id) index); recent entries are served from the tail cache. A
+#     large entry's row names its payload file (payload_files.py), read in its place.
 #   * In-memory state (ledgers, cursors, metadata) is mutated only on the loop thread.
 #   * Dirty cursors are serialized once per loop iteration and written in the writer's next
 #     transaction; while a cursor's background write is in flight, its next one waits for
@@ -35,6 +36,7 @@ from .health import StorageHealth
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
 from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
+from .payload_files import LARGE_PAYLOAD_BYTES, PayloadFiles
 from .position import Position
 from .schema import SyncMode, db_path, load_state, open_reader
 from .transaction import Transaction
@@ -58,11 +60,13 @@ class Store:
         sync: SyncMode = "full",
         cache_bytes: int = 64 * 1024 * 1024,
         trim_interval: float = 0.5,
+        large_payload_bytes: int = LARGE_PAYLOAD_BYTES,
     ) -> None:
         if sync not in ("full", "normal", "off"):
             raise ValueError(f"invalid sync mode {sync!r}")
         self.data_dir = Path(data_dir)
         self.sync: SyncMode = sync
+        self._payloads = PayloadFiles(self.data_dir / "payloads", sync != "off", large_payload_bytes)
         self.trim_interval = trim_interval
         self._cache = EntryCache(cache_bytes)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -86,11 +90,12 @@ class Store:
         self._loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         path = db_path(self.data_dir)
-        writer = Writer(path, self.sync, self._loop, self._complete)
+        writer = Writer(path, self.sync, self._loop, self._complete, self._payloads)
         await writer.start()  # creates the schema before the reader opens the file
         self._writer = writer
         self._reader = open_reader(path)
         state = await asyncio.to_thread(load_state, self._reader)
+        await asyncio.to_thread(self._payloads.sweep, self._reader)  # files a crash left
         self._next_ledger_id = state.next_ledger_id
         self._metadata = state.metadata
         for rl in state.ledgers:
@@ -321,6 +326,8 @@ class Store:
         cur = self._reader.execute(_READ_RANGE, (ledger_id, first, last))
         try:
             for eid, pt, nm, data in cur:
+                if type(data) is str:  # a large entry: its payload file's name
+                    data = self._payloads.read(data)
                 out.append(Entry(Position(ledger_id, eid), data, nm, pt))
                 nbytes += len(data)
                 if nbytes >= max_bytes:

@@ -15,7 +15,11 @@
 #     anything fails the transaction is rolled back and re-run with one SAVEPOINT per
 #     submission, so one bad submission fails alone;
 #   * a ledger whose append failed is fenced in `fenced` for the writer's lifetime so no later
-#     append can commit after a gap (entry ids stay contiguous on disk).
+#     append can commit after a gap (entry ids stay contiguous on disk);
+#   * submissions reach the queue through the payload lane (payload_lane.py): one holding a
+#     large append arrives after its payload file is durable, or already failed (sub.error
+#     set: not run, its ledgers fenced); the payload files of a submission that did not
+#     commit are removed, those of rows a commit deleted (`released`) are unlinked after it.
 from __future__ import annotations
 
 import asyncio
@@ -30,6 +34,8 @@ from typing import Any
 
 from .errors import is_storage_fault
 from .ops import INSERT_ENTRY, UPSERT_SEQ, AppendOp, WriteOp
+from .payload_files import PayloadFiles
+from .payload_lane import PayloadLane
 from .schema import SyncMode, open_writer
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,7 @@ class Writer:
         sync: SyncMode,
         loop: asyncio.AbstractEventLoop,
         on_done: Callable[[list[Submission]], None],
+        payloads: PayloadFiles | None = None,
     ) -> None:
         self._path = path
         self._sync: SyncMode = sync
@@ -66,6 +73,8 @@ class Writer:
         self._on_done = on_done
         self._queue: queue.SimpleQueue[Submission | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        files = payloads or PayloadFiles(path.parent / "payloads", sync != "off")
+        self.lane: PayloadLane[Submission] = PayloadLane(files, self._queue.put)
         self.fenced: set[int] = set()
         self.commit_count = 0
 
@@ -76,13 +85,15 @@ class Writer:
         )
         self._thread.start()
         await ready
+        self.lane.start()
 
     def submit(self, sub: Submission) -> None:
-        self._queue.put(sub)
+        self.lane.submit(sub)
 
     async def stop(self) -> None:
         if self._thread is None:
             return
+        await asyncio.to_thread(self.lane.stop)  # forwards what it holds first
         self._queue.put(None)
         await asyncio.to_thread(self._thread.join)
         self._thread = None
@@ -131,28 +142,36 @@ class Writer:
             conn.close()
 
     def _execute(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
+        released: list[str] = []
         try:
-            self._run_fast(conn, group)
+            self._run_fast(conn, group, released)
         except Exception as exc:
             log.debug("group commit failed (%s); retrying per submission", exc)
             self._rollback(conn)
+            released.clear()
             try:
-                self._run_isolated(conn, group)
+                self._run_isolated(conn, group, released)
             except Exception as exc2:
                 # a storage fault is reported once by the Store (degraded), not per group
                 log.log(logging.DEBUG if is_storage_fault(exc2) else logging.ERROR,
                         "storage commit failed: %s", exc2)
                 self._rollback(conn)
+                released.clear()
                 for sub in group:
                     if sub.error is None:
                         sub.error = exc2
                     self._fence(sub)
+        if released:
+            self.lane.remove_later(released)
+        for sub in group:
+            if sub.error is not None:
+                self._drop_payloads(sub)
         self.commit_count += 1
         with contextlib.suppress(RuntimeError):  # loop closed: nobody is waiting any more
             self._loop.call_soon_threadsafe(self._on_done, group)
 
-    def _run_fast(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
-        rows: list[tuple[int, int, int, int, int, bytes]] = []
+    def _run_fast(self, conn: sqlite3.Connection, group: list[Submission], released: list[str]) -> None:
+        rows: list[tuple[int, int, int, int, int, bytes | str]] = []
         # the last sequence id per (ledger, producer): one upsert each, not one per entry
         seqs: dict[tuple[int, str], tuple[int, str, int]] = {}
 
@@ -166,6 +185,9 @@ class Writer:
 
         conn.execute("BEGIN")
         for sub in group:
+            if sub.error is not None:  # its payload could not be written (payload lane)
+                self._fence(sub)
+                continue
             for op in sub.ops:
                 if type(op) is AppendOp and op.ledger_id not in self.fenced:
                     rows.append(op.entry_row())
@@ -175,12 +197,16 @@ class Writer:
                 else:
                     flush()
                     op.apply(conn, self.fenced)
+                    released.extend(op.released)
         flush()
         conn.execute("COMMIT")
 
-    def _run_isolated(self, conn: sqlite3.Connection, group: list[Submission]) -> None:
+    def _run_isolated(self, conn: sqlite3.Connection, group: list[Submission], released: list[str]) -> None:
         conn.execute("BEGIN")
         for sub in group:
+            if sub.error is not None:
+                self._fence(sub)
+                continue
             conn.execute("SAVEPOINT sub")
             try:
                 for op in sub.ops:
@@ -189,8 +215,20 @@ class Writer:
                 conn.execute("ROLLBACK TO sub")
                 sub.error = exc
                 self._fence(sub)
+            else:
+                for op in sub.ops:
+                    released.extend(op.released)
             conn.execute("RELEASE sub")
         conn.execute("COMMIT")
+
+    def _drop_payloads(self, sub: Submission) -> None:
+        """The submission did not commit: its payload files (if any were written) go."""
+        names = [op.payload_ref for op in sub.ops if type(op) is AppendOp and op.payload_ref is not None]
+        if names:
+            try:
+                self.lane.files.remove(names)
+            except OSError as exc:  # left for the sweep at the next start
+                log.warning("could not remove payload files: %s", exc)
 
     def _fence(self, sub: Submission) -> None:
         for op in sub.ops:

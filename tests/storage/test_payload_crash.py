@@ -1,0 +1,136 @@
+"""Crash safety of large entries (payload files): kill -9 while large and small entries are
+appended loses no receipted entry and leaves no payload file that no row names; kill -9
+between a payload file's write and its row's commit leaves no trace of that entry."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from storage_helpers import payload, run_with_store
+
+from letterbox.storage import Store
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+LARGE = 1000
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from pathlib import Path
+    from letterbox.storage import Store
+    from letterbox.storage.payload_files import PayloadFiles
+
+    def data(i):
+        b = f"entry-{i}-".encode()
+        size = 4000 if i % 3 else 200  # two of three are large (>= 1,000 bytes)
+        return (b * (size // len(b) + 1))[:size]
+
+    kill_at = int(sys.argv[3])
+    if kill_at >= 0:  # die right after this entry's payload file is durable
+        real_write = PayloadFiles.write
+        def write(self, name, payload):
+            real_write(self, name, payload)
+            if name.startswith(f"1-{kill_at}-"):
+                self.sync_directory()
+                os.kill(os.getpid(), signal.SIGKILL)
+        PayloadFiles.write = write
+
+    async def main():
+        store = Store(Path(sys.argv[1]), sync=sys.argv[2], large_payload_bytes=1000)
+        await store.start()
+        led = store.open_ledger("crash")
+        led.open_cursor("hold", "earliest")  # never acks: nothing gets trimmed
+        out = sys.stdout
+        def done(fut):
+            out.write(f"{fut.result().entry_id}\\n")
+            out.flush()
+        i = 0
+        while True:
+            futs = []
+            for _ in range(20):
+                f = led.append(data(i), 1, i, producer_name="p", sequence_id=i)
+                f.add_done_callback(done)
+                futs.append(f)
+                i += 1
+            await asyncio.gather(*futs)
+
+    asyncio.run(main())
+    """
+)
+
+
+def data(i: int) -> bytes:
+    return payload(i, 4000 if i % 3 else 200)
+
+
+def run_child(data_dir: Path, sync: str, kill_at: int, stop_after: int) -> list[int]:
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), sync, str(kill_at)],
+                            stdout=subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    printed: list[int] = []
+    try:
+        while len(printed) < stop_after:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            printed.append(int(line))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    return printed + [int(x) for x in rest.split()]
+
+
+def payload_names(data_dir: Path) -> tuple[set[str], set[str]]:
+    """(files in the payload directory, files the rows name)"""
+    on_disk = {p.name for p in (data_dir / "payloads").iterdir()}
+    with sqlite3.connect(f"file:{data_dir / 'letterbox.db'}?mode=ro", uri=True) as db:
+        named = {r[0] for r in db.execute("SELECT data FROM entries WHERE typeof(data) = 'text'")}
+    return on_disk, named
+
+
+def check_after_restart(data_dir: Path, printed: list[int]) -> int:
+    """Every printed (receipted) entry is there with its bytes; returns the last stored id."""
+    found: dict[str, int] = {}
+
+    async def check(store: Store) -> None:
+        led = store.get_ledger("crash")
+        assert led is not None
+        last = led.last_confirmed.entry_id
+        assert last >= max(printed, default=-1)
+        got = led.read_entries(0, last + 1, max_bytes=1 << 30)
+        assert [e.entry_id for e in got] == list(range(last + 1))
+        assert all(e.data == data(e.entry_id) for e in got)
+        found["last"] = last
+        on_disk, named = payload_names(data_dir)
+        assert on_disk == named  # the start removed what no row names; no row lacks its file
+        pos = await led.append(data(last + 1), 1, 1)  # still writable, the id follows on
+        assert pos.entry_id == last + 1
+
+    run_with_store(data_dir, check, large_payload_bytes=LARGE, cache_bytes=0)
+    return found["last"]
+
+
+def test_sigkill_while_appending_large_entries_loses_nothing_receipted(tmp_path: Path) -> None:
+    printed = run_child(tmp_path, "full", -1, 600)
+    assert len(printed) >= 600, "child died early"
+    check_after_restart(tmp_path, printed)
+
+
+def test_sigkill_between_payload_write_and_row_commit_leaves_no_trace(tmp_path: Path) -> None:
+    kill_at = 47  # a large entry (47 % 3 != 0)
+    printed = run_child(tmp_path, "full", kill_at, 10**9)  # runs until it kills itself
+    assert kill_at not in printed
+    orphan = [p.name for p in (tmp_path / "payloads").iterdir() if p.name.startswith(f"1-{kill_at}-")]
+    assert len(orphan) == 1  # the file is there, its row never committed
+    with sqlite3.connect(f"file:{tmp_path / 'letterbox.db'}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT COUNT(*) FROM entries WHERE entry_id = ?", (kill_at,)).fetchone()[0] == 0
+    last = check_after_restart(tmp_path, printed)
+    assert last < kill_at  # entries commit in id order: nothing at or after the missing one
+    assert not (tmp_path / "payloads" / orphan[0]).exists()
