@@ -103,3 +103,15 @@ def test_only_changed_entries_are_written() -> None:
     s.attempts.rewrite_all()  # after a failed write
     again = s.attempts.take_changes()
     assert again is not None and again.replace_all and [e for e, _ in again.upserts] == [2]
+
+
+def test_a_log_is_encoded_as_json_dumps_encodes_it_row_texts_remembered_or_not() -> None:
+    from letterbox.storage.attempt_log import encode
+
+    odd = [None, "", "c-1", 'q"uote\\back\nnl\t\u00e9', "\u00fcn\u00efcode \u2713 \u2028", "\x00ctl"]
+    rows = tuple((1_700_000_000_000 + i, 17 * i, odd[i % 6], odd[(i + 1) % 6], "nack", odd[(i + 2) % 6])
+                 for i in range(12))
+    for n in range(len(rows) + 1):
+        want = json.dumps([list(r) for r in rows[:n]], separators=(",", ":"), ensure_ascii=False)
+        assert encode(rows[:n]) == want
+        assert encode(rows[:n]) == want  # the second time from remembered row texts

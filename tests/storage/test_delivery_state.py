@@ -125,3 +125,61 @@ async def _commit_with(txn: object, store: Store, extra: WriteOp) -> None:
         await txn.commit()  # type: ignore[attr-defined]
     finally:
         store._submit = submit  # type: ignore[method-assign]
+
+
+def _full_fragment(s: object) -> str:
+    """What the record part was before buckets: to_doc's members through json.dumps."""
+    doc: dict[str, object] = {}
+    s.to_doc(doc)  # type: ignore[attr-defined]
+    return json.dumps(doc, separators=(",", ":"))[1:-1]
+
+
+def test_the_fragment_re_encodes_changed_buckets_only_and_reads_as_the_whole_state() -> None:
+    """Counts, backoffs, batch-index counts, forgets and jumps across several buckets of
+    entry ids: after every change the cached fragment is exactly the full encoding, also in a
+    copy (a transaction's detached cursor) and after a load; a bucket nobody touched keeps its
+    text (its delivery times as of its last count change)."""
+    import random
+
+    from letterbox.storage.delivery_state import DeliveryState
+
+    rnd = random.Random(7)
+    s = DeliveryState()
+    ids = [rnd.randrange(0, 40_000) for _ in range(400)]
+    for step in range(3000):
+        e = rnd.choice(ids)
+        op = rnd.random()
+        if op < 0.45:
+            s.delivered(e, 1_000 + step)  # times change with the count that follows
+            s.increment(e)
+        elif op < 0.55:
+            s.set_due(e, 5_000 + step)
+        elif op < 0.6:
+            s.pop_due(e)
+        elif op < 0.62:
+            s.batch_acked(e, [0, 2])
+        elif op < 0.85:
+            s.forget(e)
+        elif op < 0.86:
+            s.forget_through(rnd.randrange(0, 20_000))
+        elif op < 0.865:
+            s.clear_times()
+        assert s.fragment() == _full_fragment(s), step
+        if step % 97 == 0:
+            c = s.copy()
+            c.increment(e)
+            assert c.fragment() == _full_fragment(c)
+            loaded = DeliveryState.from_doc(json.loads("{" + s.fragment() + "}"))
+            assert loaded.fragment() == s.fragment()
+    # a bucket not touched keeps its text: a delivery alone does not rewrite the record
+    s = DeliveryState()
+    s.delivered(10, 100)
+    s.increment(10)
+    s.delivered(5_000, 100)
+    s.increment(5_000)
+    assert s.fragment() == '"c":[10,1,5000,1],"t":[10,100,100,5000,100,100]'
+    s.delivered(10, 200)
+    s.increment(5_000)  # another bucket changed
+    assert s.fragment() == '"c":[10,1,5000,2],"t":[10,100,100,5000,100,100]'
+    s.increment(10)  # its own count: its times go with it
+    assert '"t":[10,100,200,5000,100,100]' in s.fragment()

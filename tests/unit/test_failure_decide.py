@@ -31,6 +31,7 @@ from letterbox.failure import (
     Terminate,
     TopicRole,
     decide,
+    decide_redeliveries,
 )
 
 NOW = 1_700_000_000_000
@@ -210,3 +211,34 @@ def test_pipeline_retry_without_retries_dead_letters() -> None:
 def test_unknown_events_are_refused_loudly() -> None:
     with pytest.raises(TypeError):
         decide(DeliveryState(), object(), NONE, NOW)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("event", [Nack(), AckTimeout(), RedeliverAll(), ConsumerGone(seen=True),
+                                   ConsumerGone(seen=False), Expired(), Terminate("x"), Dispatch(NOW + 5)])
+@pytest.mark.parametrize("policy", [
+    FailurePolicy(),
+    FailurePolicy(dead_letter=DL),
+    FailurePolicy(dead_letter=DL, backoff=BO),
+    FailurePolicy(backoff=BO),
+    FailurePolicy(dead_letter=DL, origin=PolicyOrigin.NAMESPACE),
+])
+@pytest.mark.parametrize("role", list(TopicRole))
+@pytest.mark.parametrize("durable", [True, False])
+def test_decide_redeliveries_gives_what_decide_gives_message_by_message(
+        event: object, policy: FailurePolicy, role: TopicRole, durable: bool) -> None:
+    """One decision for a whole redelivery request: the same outcome per message, in order."""
+    counts = [0, 1, 2, 3, 7, 0, 2]
+    lasts = [LAST, 0, LAST - 10, LAST, 5, 0, LAST]
+    for sub_type in (SubscriptionType.SHARED, SubscriptionType.EXCLUSIVE):
+        shared = DeliveryState(sub_type=sub_type, durable=durable, topic_role=role)
+        got = decide_redeliveries(counts, lasts, shared, event, policy, NOW)  # type: ignore[arg-type]
+        want = [decide(DeliveryState(redelivery_count=c, last_delivery_ms=t, sub_type=sub_type, durable=durable,
+                                     topic_role=role), event, policy, NOW)  # type: ignore[arg-type]
+                for c, t in zip(counts, lasts, strict=True)]
+        assert got == want
+    # a dead letter policy that applies: the counts past it are dead-lettered, the rest come back
+    if durable and role is TopicRole.SOURCE and policy.dead_letter is not None \
+            and isinstance(event, Nack) and policy.origin is not PolicyOrigin.NAMESPACE:
+        assert [type(o) for o in got] == [
+            DeliverAt if policy.backoff else Deliver, DeliverAt if policy.backoff else Deliver,
+            DeadLetter, DeadLetter, DeadLetter, DeliverAt if policy.backoff else Deliver, DeadLetter]

@@ -76,13 +76,17 @@ class DeliveryAttempts:
         # messages only come back with it and get no attempt.
         collateral = (announces and isinstance(event, RedeliverAll) and bool(announced)
                       and any(e in announced for e in entry_ids))
+        unannounced = ending_for(event, None, announces)  # the ending of every message not announced
         for eid in entry_ids:
             said = announced.pop(eid, None) if announced else None
-            if said is None and collateral:
-                continue
-            ending = ending_for(event, said[0] if said else None, announces)
+            if said is None:
+                if collateral:
+                    continue
+                ending, reason = unannounced, None
+            else:
+                ending, reason = ending_for(event, said[0], announces), said[1]
             # a row as Attempt.to_row lays it out, added without re-encoding the log
-            add(eid, (delivery_times(eid)[1], now, name, address, ending, said[1] if said else None), limit)
+            add(eid, (delivery_times(eid)[1], now, name, address, ending, reason), limit)
 
     def forget_announced(self, entry_id: int) -> None:
         if self._announced:

@@ -106,8 +106,7 @@ def build_moved_entry(
     """Return (headers_and_payload, message count) for the target topic, or None if
     nothing is left. `keep_if_present` are set only where the message has no value."""
     parsed = parse_headers_and_payload(data)
-    meta = pb.MessageMetadata()
-    meta.CopyFrom(parsed.metadata)
+    meta = parsed.metadata  # parsed for this call alone: changed in place
     original_publish = meta.publish_time
     meta.producer_name = producer_name
     meta.sequence_id = sequence_id

@@ -68,14 +68,24 @@ class RedeliveryTracker:
         )
 
     # --- messages that come back ---------------------------------------------------
+    def shared_state(self) -> failure.DeliveryState:
+        """What every message of the subscription has in common, as decide() sees it."""
+        sub = self.sub
+        return failure.DeliveryState(sub_type=failure.SubscriptionType(sub.sub_type or 0), durable=sub.durable,
+                                     topic_role=sub.topic_role)
+
     def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: Consumer | None = None) -> None:
-        """Nack, ack timeout or redeliver-all of messages taken off their consumer."""
+        """Nack, ack timeout or redeliver-all of messages taken off their consumer: one
+        decision for the whole request (failure.decide_redeliveries), one record write."""
         self.msg_redelivered += len(entry_ids)
-        policy, now = self.sub.policy, self.now_ms()
-        outcomes = {e: failure.decide(self.state(e), event, policy, now) for e in entry_ids}
+        cursor = self.sub.cursor
+        count, times = cursor.redelivery_count, cursor.deliveries.delivery_times
+        outcomes = failure.decide_redeliveries(
+            [count(e) for e in entry_ids], [times(e)[1] for e in entry_ids], self.shared_state(), event,
+            self.sub.policy, self.now_ms())
         self.log.record(entry_ids, event, consumer)
-        self.sub.cursor.increment_redelivery(entry_ids)
-        self._apply(outcomes)
+        cursor.increment_redelivery(entry_ids)
+        self._apply(dict(zip(entry_ids, outcomes, strict=True)))
 
     def consumer_gone(self, entry_id: int, consumer: Consumer | None = None) -> bool:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
@@ -103,15 +113,27 @@ class RedeliveryTracker:
                 cursor.set_due(eid, outcome.at_ms)
             else:
                 now_ids.append(eid)
-        dl = failure.dead_letter_policy_for(self.state(next(iter(outcomes))), sub.policy) if dead else None
+        dl = failure.dead_letter_policy_for(self.shared_state(), sub.policy) if dead else None
         epoch = self.epoch
+        # the counts just made, durable before the messages go out again: written at once
+        # (one record write, not a background one and a flush), unless a move below
+        # writes them with its transaction or a transaction holds the cursor (flush then)
+        written_now = None
+        if not dead:
+            with contextlib.suppress(StorageError):
+                written_now = cursor.write_now()
 
         async def settle() -> None:
             try:
+                # a committed move wrote the cursor's record, with this round's counts
+                # (they were made before its snapshot): no second write is needed then
+                written = False
                 for reason, ids in dead.items():
                     assert dl is not None
                     try:
-                        await move_to_dead_letter(sub, ids, reason, dl.dead_letter_topic, dl.initial_subscription_name)
+                        if await move_to_dead_letter(sub, ids, reason, dl.dead_letter_topic,
+                                                     dl.initial_subscription_name):
+                            written = True
                     except StorageError:  # counted and logged by the move; the messages stay unacked
                         now_ids.extend(ids)
                     except Exception as exc:  # e.g. a dead letter topic that cannot be created
@@ -120,8 +142,9 @@ class RedeliveryTracker:
                         now_ids.extend(ids)
                 # on degraded storage (said by the store) the counts stay in memory and the
                 # record is written again once it can be
-                with contextlib.suppress(StorageError):
-                    await cursor.flush()
+                if not written:
+                    with contextlib.suppress(StorageError):
+                        await (written_now if written_now is not None else cursor.flush())
             finally:
                 if epoch == self.epoch:  # a seek in between makes these ids stale
                     sub.dispatcher.park(now_ids)

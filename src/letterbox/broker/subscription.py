@@ -22,6 +22,8 @@ from letterbox.broker.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
 if TYPE_CHECKING:
+    import asyncio
+
     from letterbox.broker.consumer import Consumer
     from letterbox.broker.topic import PersistentTopic
     from letterbox.storage.delivery_state import DeliveryState
@@ -48,6 +50,7 @@ class Cursor(Protocol):
     def set_attempts(self, entry_id: int, rows: str) -> None: ...
     def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None: ...
     def acked_indexes(self, entry_id: int) -> frozenset[int]: ...
+    def write_now(self) -> asyncio.Future[None] | None: ...
     async def flush(self) -> None: ...
 
 

@@ -16,7 +16,8 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
                 DELIVERY_ATTEMPTS
 - consumer_properties.py  the `letterbox.*` consumer properties that set a policy
 - decide.py     decide(state, event, policy, now) -> Deliver | DeliverAt | DeadLetter
-                | Acknowledge | Refuse, for every event
+                | Acknowledge | Refuse, for every event; decide_redeliveries(...) the same
+                for all the messages of one redelivery request at once
 
 How to check that no decision lives elsewhere (this should print nothing):
 
@@ -50,6 +51,7 @@ from letterbox.failure.decide import (
     Terminate,
     dead_letter_policy_for,
     decide,
+    decide_redeliveries,
 )
 from letterbox.failure.durations import duration_label, parse_duration_ms, parse_seconds
 from letterbox.failure.errors import PolicyError
@@ -134,6 +136,7 @@ __all__ = [
     "dead_letter_target",
     "dead_letter_topic_name",
     "decide",
+    "decide_redeliveries",
     "declares_policy",
     "duration_label",
     "explicit_delay_ms",

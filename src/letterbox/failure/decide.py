@@ -19,13 +19,16 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import MAX_DELAY_SECONDS
 from letterbox.failure.naming import TopicRole
 from letterbox.failure.policies import (
+    Backoff,
     DeadLetterPolicy,
     FailurePolicy,
     PolicyOrigin,
@@ -220,17 +223,56 @@ def decide(state: DeliveryState, event: Event, policy: FailurePolicy, now_ms: in
     raise TypeError(f"not a failure event: {event!r}")
 
 
+def decide_redeliveries(
+    counts: Sequence[int],
+    last_delivery_ms: Sequence[int],
+    shared: DeliveryState,
+    event: Event,
+    policy: FailurePolicy,
+    now_ms: int,
+) -> list[Outcome]:
+    """decide() for many messages of one subscription that come back on the same event
+    (one nack round, ack timeout or redeliver-all request): `shared` holds what they have in
+    common (subscription type, durability, topic role), `counts` and `last_delivery_ms` are
+    each message's own redelivery count and last delivery time, in order. The outcomes are
+    those decide() gives message by message; the dead letter policy is looked up once."""
+    if isinstance(event, REDELIVERY_EVENTS):
+        backoff = policy.backoff
+    elif isinstance(event, ConsumerGone) and event.seen:
+        backoff = None
+    else:
+        return [decide(replace(shared, redelivery_count=c, last_delivery_ms=t), event, policy, now_ms)
+                for c, t in zip(counts, last_delivery_ms, strict=True)]
+    dl = dead_letter_policy_for(shared, policy)
+    limit = dl.max_redeliver_count if dl is not None else None
+    return [_redelivery(c, t, limit, backoff, now_ms) for c, t in zip(counts, last_delivery_ms, strict=True)]
+
+
 def _redelivered(state: DeliveryState, policy: FailurePolicy, now_ms: int, backoff: bool) -> Outcome:
-    count = state.redelivery_count + 1
     dl = dead_letter_policy_for(state, policy)
-    if dl is not None and count > dl.max_redeliver_count:
-        return DeadLetter(REASON_MAX_REDELIVERIES, count)
-    if backoff and policy.backoff is not None:
-        delay = policy.backoff.delay_ms(state.redelivery_count)
+    return _redelivery(state.redelivery_count, state.last_delivery_ms,
+                       dl.max_redeliver_count if dl is not None else None,
+                       policy.backoff if backoff else None, now_ms)
+
+
+def _redelivery(redeliveries: int, last_delivery_ms: int, limit: int | None, backoff: Backoff | None,
+                now_ms: int) -> Outcome:
+    """A message that comes back after `redeliveries` redeliveries; `limit`: the dead letter
+    policy's max_redeliver_count (None: none applies)."""
+    count = redeliveries + 1
+    if limit is not None and count > limit:
+        return _dead_letter(count)
+    if backoff is not None:
+        delay = backoff.delay_ms(redeliveries)
         # the delay runs from the last delivery, so a client's own nack delay
         # does not stretch the gaps between deliveries
-        return DeliverAt((state.last_delivery_ms or now_ms) + delay, delay, count)
-    return Deliver(count)
+        return DeliverAt((last_delivery_ms or now_ms) + delay, delay, count)
+    return _deliver(count)
+
+
+# outcomes are immutable: the common ones are made once per count
+_deliver = functools.lru_cache(maxsize=64)(Deliver)
+_dead_letter = functools.lru_cache(maxsize=64)(functools.partial(DeadLetter, REASON_MAX_REDELIVERIES))
 
 
 def _reconsume_later(state: DeliveryState, event: ReconsumeLater, retry: RetryPolicy | None,

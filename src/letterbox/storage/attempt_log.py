@@ -20,6 +20,7 @@
 # with the cursor's acks); mutate through the methods only.
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -28,10 +29,14 @@ Rows = tuple[Row, ...]
 Log = str | Rows  # JSON text as stored, or the rows themselves
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# a row's text, remembered: an entry's log is written again with each of its failures
+# (and a row is immutable), so each row is encoded about once, not once per write
+_row_text = functools.lru_cache(maxsize=8192)(_encode)
 
 
 def encode(log: Log) -> str:
-    return log if isinstance(log, str) else _encode(log)
+    """The log's JSON text (what _encode(log) gives: rows joined with ",")."""
+    return log if isinstance(log, str) else "[" + ",".join([_row_text(r) for r in log]) + "]"
 
 
 def decode(log: Log) -> Rows:

@@ -24,6 +24,10 @@
 # The serialized part is cached (`fragment`) and rebuilt only after it changed,
 # so the many record writes that only move acknowledgements do not serialize
 # the failing messages again: mutate through the methods, never the dicts.
+# A rebuild re-encodes only the buckets of 4,096 entry ids whose counts or
+# backoffs changed (a nack round touches a few): the other buckets' text is
+# reused, their delivery times as of their last count change (the guarantee
+# above: a message's times are written with its count).
 from __future__ import annotations
 
 import json
@@ -32,9 +36,11 @@ from typing import Any
 
 from .attempt_log import AttemptLog
 
+_SHIFT = 12  # buckets of 4,096 entry ids
+
 
 class DeliveryState:
-    __slots__ = ("_fragment", "attempts", "counts", "due", "index_counts", "times")
+    __slots__ = ("_counted", "_fragment", "_parts", "_stale", "attempts", "counts", "due", "index_counts", "times")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
@@ -43,6 +49,9 @@ class DeliveryState:
         self.due: dict[int, int] = {}
         self.attempts = AttemptLog()  # written on its own (attempt_log.py), not in the record
         self._fragment: str | None = None  # the serialized record part, while unchanged
+        self._counted: dict[int, set[int]] = {}  # bucket -> its entries with a count
+        self._parts: dict[int, tuple[str, str]] = {}  # bucket -> its "c" and "t" text
+        self._stale: set[int] = set()  # buckets whose text must be made again
 
     # ---- counts ----
 
@@ -60,7 +69,12 @@ class DeliveryState:
     def increment(self, entry_id: int) -> None:
         """Count one more delivery of the entry's unacknowledged messages."""
         self._fragment = None
-        self.counts[entry_id] = self.counts.get(entry_id, 0) + 1
+        n = self.counts.get(entry_id, 0)
+        self.counts[entry_id] = n + 1
+        b = entry_id >> _SHIFT
+        self._stale.add(b)
+        if not n:
+            self._counted.setdefault(b, set()).add(entry_id)
 
     def batch_acked(self, entry_id: int, indexes: Iterable[int]) -> None:
         """Batch messages were just acknowledged: they keep the count they have now."""
@@ -80,18 +94,20 @@ class DeliveryState:
     def set_due(self, entry_id: int, due_ms: int) -> None:
         self.due[entry_id] = due_ms
         self._fragment = None
+        self._stale.add(entry_id >> _SHIFT)
 
     def pop_due(self, entry_id: int) -> int | None:
         at = self.due.pop(entry_id, None)
         if at is not None:
             self._fragment = None
+            self._stale.add(entry_id >> _SHIFT)
         return at
 
     def clear_times(self) -> None:
         """A seek: no delivery time or pending backoff applies any more."""
         self.times.clear()
         self.due.clear()
-        self._fragment = None
+        self._all_stale()
 
     def delivery_times(self, entry_id: int) -> tuple[int, int]:
         return self.times.get(entry_id, (0, 0))
@@ -105,6 +121,11 @@ class DeliveryState:
     def forget(self, entry_id: int) -> None:
         if entry_id in self.counts or entry_id in self.due:
             self._fragment = None
+            b = entry_id >> _SHIFT
+            self._stale.add(b)
+            counted = self._counted.get(b)
+            if counted is not None:
+                counted.discard(entry_id)
         self.counts.pop(entry_id, None)
         self.index_counts.pop(entry_id, None)
         self.times.pop(entry_id, None)
@@ -118,7 +139,7 @@ class DeliveryState:
             if d and min(d) <= mark_delete:
                 for k in [k for k in d if k <= mark_delete]:
                     del d[k]
-                self._fragment = None
+                self._all_stale()
 
     def copy(self) -> DeliveryState:
         c = DeliveryState()
@@ -128,23 +149,64 @@ class DeliveryState:
         c.due = dict(self.due)
         c.attempts = self.attempts.copy()
         c._fragment = self._fragment
+        c._counted = {b: set(ids) for b, ids in self._counted.items()}
+        c._parts = dict(self._parts)
+        c._stale = set(self._stale)
         return c
 
     def clear(self) -> None:
         for d in (self.counts, self.index_counts, self.times, self.due):
             d.clear()
         self.attempts.clear()
+        self._all_stale()
+
+    def _all_stale(self) -> None:
+        """Everything is encoded again at the next fragment() (a seek, a jump, a load)."""
         self._fragment = None
+        self._counted = {}
+        for e in self.counts:
+            self._counted.setdefault(e >> _SHIFT, set()).add(e)
+        self._parts.clear()
+        self._stale = set(self._counted).union(e >> _SHIFT for e in self.due)
 
     # ---- record ----
 
     def fragment(self) -> str:
-        """This state as JSON object members (`"rc":[...],...`), to splice into the record."""
+        """This state as JSON object members (`"c":[...],...`), to splice into the record:
+        the text json.dumps gives for to_doc's members, the unchanged buckets reused."""
         if self._fragment is None:
-            doc: dict[str, Any] = {}
-            self.to_doc(doc)
-            self._fragment = json.dumps(doc, separators=(",", ":"))[1:-1]
+            self._encode_stale()
+            parts = [p for _b, p in sorted(self._parts.items())]
+            out = '"c":[' + ",".join([c for c, _t in parts if c]) + "]"
+            if self.index_counts:
+                ic = [[e, sorted(m.items())] for e, m in sorted(self.index_counts.items())]
+                out += ',"ic":' + json.dumps(ic, separators=(",", ":"))
+            if self.times:
+                t = ",".join([t for _c, t in parts if t])
+                if t:
+                    out += ',"t":[' + t + "]"
+            due = self.due
+            if due:
+                out += ',"d":[' + ",".join([f"{e},{due[e]}" for e in sorted(due)]) + "]"
+            self._fragment = out
         return self._fragment
+
+    def _encode_stale(self) -> None:
+        counts, times, due = self.counts, self.times, self.due
+        for b in self._stale:
+            counted = self._counted.get(b)
+            ids = sorted(counted) if counted else []
+            c = ",".join([f"{e},{counts[e]}" for e in ids])
+            if due:
+                ids = sorted(set(ids).union(e for e in due if e >> _SHIFT == b))
+            t = ",".join([f"{e},{x[0]},{x[1]}" for e in ids if (x := times.get(e)) is not None])
+            if c or t:
+                self._parts[b] = (c, t)
+            else:
+                self._parts.pop(b, None)
+                if counted is not None and not counted:
+                    del self._counted[b]
+        self._stale.clear()
 
     def to_doc(self, doc: dict[str, Any]) -> None:
         """Flat integer lists (e, n, e, n, ...): cheap to write for thousands of entries."""
@@ -174,4 +236,5 @@ class DeliveryState:
         s.times = {int(t[i]): (int(t[i + 1]), int(t[i + 2])) for i in range(0, len(t) - 2, 3)}
         s.due = {int(d[i]): int(d[i + 1]) for i in range(0, len(d) - 1, 2)}
         s.attempts = AttemptLog.from_doc(doc)
+        s._all_stale()
         return s

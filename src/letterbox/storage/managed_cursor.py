@@ -256,6 +256,16 @@ class ManagedCursor:
             self.ledger._cursor_clean(self)
             await self.ledger._write([self._snapshot_op()])
 
+    def write_now(self) -> asyncio.Future[None] | None:
+        """flush() without waiting for the cursor: when no transaction holds it, its state is
+        serialized and submitted at once (the background write it had scheduled is dropped:
+        one record write, not two) and the returned future resolves once it is durable.
+        None when a transaction holds it (or it was deleted): call flush() instead."""
+        if self._deleted or self.txn_lock.locked():
+            return None
+        self.ledger._cursor_clean(self)
+        return self.ledger._write([self._snapshot_op()])
+
     def detached_copy(self) -> ManagedCursor:
         """A copy whose mutations change nothing else (no dirty report, no trim): a
         transaction applies its acks to it to serialize the state they lead to."""
