@@ -66,12 +66,17 @@ class Consumer:
         self.permits -= taken
         self.permits_owed = min(MAX_PERMITS, self.permits_owed + messages - taken)
 
-    def booked_message(self, entry: Entry, redelivery_count: int, ack_set: list[int] | None) -> bytes:
+    def booked_message(self, entry: Entry, redelivery_count: int, ack_set: list[int] | None,
+                       quiet: bool = False) -> bytes:
         """Book `entry` as sent to this consumer (pending ack, permits) and return its
-        MESSAGE frame; the caller writes it."""
+        MESSAGE frame; the caller writes it. `quiet`: the caller knows from
+        unblocked_room that the unacked limits need no look (PendingAcks.add_quiet)."""
         pos = entry.position
         n = entry.num_messages
-        self.pending[pos.entry_id] = n
+        if quiet:
+            self.pending.add_quiet(pos.entry_id, n)
+        else:
+            self.pending[pos.entry_id] = n
         self.take_permits(n)
         self.msg_out += n
         return commands.message(

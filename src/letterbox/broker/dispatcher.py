@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from letterbox.broker import dispatch_rate
 from letterbox.broker.compacted_reads import compacted_ack_set, compacted_entry, read_compacted
+from letterbox.broker.unacked_limits import unblocked_room
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
@@ -79,6 +80,11 @@ class Dispatcher:
         return any(c.available for c in self.consumers)
 
     def select(self, entry: Entry, replay: bool) -> Consumer | None:
+        return None
+
+    def sole_consumer(self) -> Consumer | None:
+        """The consumer `select` returns for any entry while that consumer is available
+        (None: selection depends on the entry or rotates)."""
         return None
 
     def on_acked(self) -> None:
@@ -137,6 +143,11 @@ class Dispatcher:
         run: Consumer | None = None
         frames: list[bytes] = []
         run_bytes = 0
+        # a consumer every selection of this round would pick while it is available (checked
+        # before each entry: the loop condition and after each send): no selection per entry,
+        # and no unacked-limit look while its bookings stay below the room left
+        sole = self.sole_consumer()
+        room = unblocked_room(sole) if sole is not None else 0
         try:
             while (
                 self.read_position <= last
@@ -166,7 +177,7 @@ class Dispatcher:
                         continue
                     if throttled and not dispatch_rate.admit(sub, entry, self.schedule):
                         return  # the dispatch rate's window is full: woken when it turns
-                    target = self._target(entry, plan)
+                    target = sole if sole is not None else self._target(entry, plan)
                     if target is None:
                         if not self.defers:
                             return
@@ -182,7 +193,9 @@ class Dispatcher:
                             frames = []
                             run_bytes = 0
                         run = target
-                    frame = self._frame(sub, target, entry)
+                    n = entry.num_messages
+                    frame = self._frame(sub, target, entry, quiet=n < room)
+                    room -= n
                     frames.append(frame)
                     run_bytes += len(frame)
                     if run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
@@ -190,7 +203,7 @@ class Dispatcher:
                         frames = []
                         run_bytes = 0
                     sent += 1
-                    if not self.any_available():
+                    if not (target.available if sole is not None else self.any_available()):
                         break
         finally:
             if run is not None and frames:
@@ -233,7 +246,7 @@ class Dispatcher:
     def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
         target.cnx.write(self._frame(sub, target, entry))
 
-    def _frame(self, sub: Subscription, target: Consumer, entry: Entry) -> bytes:
+    def _frame(self, sub: Subscription, target: Consumer, entry: Entry, quiet: bool = False) -> bytes:
         """Record the delivery of `entry` to `target` and return its MESSAGE frame, which
         the caller writes before anything else goes to the target's connection."""
         eid = entry.position.entry_id
@@ -241,7 +254,7 @@ class Dispatcher:
         ack_set = sub.cursor.batch_ack_set(eid)
         if sub.read_compacted:  # messages the compacted view left out count as acked
             ack_set = compacted_ack_set(sub, entry, ack_set)
-        return target.booked_message(entry, sub.cursor.redelivery_count(eid), ack_set)
+        return target.booked_message(entry, sub.cursor.redelivery_count(eid), ack_set, quiet)
 
     # --- selection hooks (Key_Shared overrides them) --------------------------
     def _new_round(self) -> Any:

@@ -65,6 +65,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         a = self.active
         return a if a is not None and a.available else None
 
+    def sole_consumer(self) -> Consumer | None:
+        return self.active
+
     def active_name(self) -> str | None:
         return self.active.name if self.active is not None else None
 
@@ -83,6 +86,12 @@ class SharedDispatcher(Dispatcher):
             if c.available:
                 return True
         return False
+
+    def sole_consumer(self) -> Consumer | None:
+        if len(self.consumers) != 1:
+            return None
+        self._next = 0  # where select leaves the rotation with one consumer
+        return self.consumers[0]
 
     def select(self, entry: Entry, replay: bool) -> Consumer | None:
         n = len(self.consumers)

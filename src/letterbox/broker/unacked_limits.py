@@ -10,7 +10,8 @@
 # entry) keeping a running total, so checking a limit costs O(1) per consumer
 # and the subscription code that fills and drains the map is unchanged.
 # Invariant: `total` is the sum of the values; every change goes through the
-# owner's `on_change(delta)`.
+# owner's `on_change(delta)`, except additions that unblocked_room says change no
+# flag (add_quiet: a dispatch round booking entries for one consumer).
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
+    from letterbox.broker.subscription import Subscription
 
 SHARED, KEY_SHARED = 1, 3
+NO_LIMIT = 1 << 62
 _MISSING = object()
 
 
@@ -48,6 +51,15 @@ class PendingAcks(dict[int, int]):
         if default is _MISSING:
             raise KeyError(key)
         return default
+
+    def add_quiet(self, key: int, value: int) -> None:
+        """Add a new key without notifying the owner (the caller knows the new total
+        changes nothing: unblocked_room); an existing key is set as usual."""
+        if key in self:
+            self[key] = value
+            return
+        super().__setitem__(key, value)
+        self.total += value
 
     def discard_many(self, keys: list[int]) -> list[int]:
         """Remove the keys present (one owner notification for all); return the absent ones."""
@@ -78,11 +90,8 @@ def limited(consumer: Consumer) -> bool:
     return consumer.sub_type in (SHARED, KEY_SHARED)
 
 
-def on_pending_change(consumer: Consumer, delta: int) -> None:
-    """Block or unblock a consumer (and its subscription) after its unacked count moved."""
-    sub = consumer.subscription
-    if sub is None or not limited(consumer):
-        return
+def _limits(consumer: Consumer, sub: Subscription) -> tuple[int, int]:
+    """(per consumer, per subscription) limits; 0 or less: none."""
     cfg = consumer.cnx.service.config
     limits = getattr(sub.topic, "limits", None)  # the namespace's policies win over the broker's
     per_consumer = cfg.max_unacked_messages_per_consumer
@@ -92,6 +101,31 @@ def on_pending_change(consumer: Consumer, delta: int) -> None:
             per_consumer = limits.max_unacked_per_consumer
         if limits.max_unacked_per_subscription is not None:
             per_sub = limits.max_unacked_per_subscription
+    return per_consumer, per_sub
+
+
+def unblocked_room(consumer: Consumer) -> int:
+    """How many more unacked messages `consumer` can be given before on_pending_change
+    would block it or its subscription: booking fewer than this changes no flag, so it
+    needs no notification (PendingAcks.add_quiet). NO_LIMIT when no limit applies."""
+    sub = consumer.subscription
+    if sub is None or not limited(consumer):
+        return NO_LIMIT
+    per_consumer, per_sub = _limits(consumer, sub)
+    room = NO_LIMIT
+    if per_consumer > 0:
+        room = per_consumer - consumer.pending.total
+    if per_sub > 0 and not sub.blocked_on_unacked:
+        room = min(room, per_sub - subscription_unacked(consumer))
+    return room
+
+
+def on_pending_change(consumer: Consumer, delta: int) -> None:
+    """Block or unblock a consumer (and its subscription) after its unacked count moved."""
+    sub = consumer.subscription
+    if sub is None or not limited(consumer):
+        return
+    per_consumer, per_sub = _limits(consumer, sub)
     if delta > 0:
         if per_consumer > 0 and consumer.pending.total >= per_consumer:
             consumer.blocked_on_unacked = True
