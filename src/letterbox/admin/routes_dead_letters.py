@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
 
 DEFAULT_LIMIT = 100
+# a dead letter's id as the listing gives it (DeadLetter.message_id)
+MESSAGE_ID = re.compile(r"[0-9]{1,18}:[0-9]{1,18}:-?[0-9]{1,9}:-?[0-9]{1,9}")
 MAX_LIMIT = 10_000
 # payload bytes one listing answers with; later messages are listed without theirs
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
@@ -118,6 +121,11 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
             raise AdminError(400, f"messageIds must be a list of message id strings, got {json.dumps(ids)[:60]}")
         if not 1 <= len(ids) <= MAX_LIMIT:
             raise AdminError(412, f"messageIds must hold 1 to {MAX_LIMIT} ids, got {len(ids)}")
+        bad = next((i for i in ids if not MESSAGE_ID.fullmatch(i)), None)
+        if bad is not None:
+            raise AdminError(400, f"messageIds: {bad[:80]!r} is not a dead letter's message id "
+                                  "ledger:entry:partition:batchIndex, as the deadLetters listing gives it "
+                                  "(e.g. 12:7:-1:-1)")
     key = body.get("key")
     if key is not None and not isinstance(key, str):
         raise AdminError(400, f"key must be a string (the message key), got {json.dumps(key)[:60]}")

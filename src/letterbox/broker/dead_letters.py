@@ -198,14 +198,18 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
         yield from entry_messages(entry, partition, skip, limit)
 
 
-async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0) -> AsyncGenerator[DeadLetter, None]:
+async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0,
+                                  only_ids: frozenset[str] | None = None) -> AsyncGenerator[DeadLetter, None]:
     """live_dead_letters for the admin views and the redrive's scans: an entry that
     expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
-    back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop."""
+    back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop.
+    `only_ids` (message ids ledger:entry:partition:batch): only the entries they name are
+    read, not the whole topic (the messages of those entries are all yielded)."""
     partition = topic.name.partition_index
     limit = topic.service.config.max_message_size
     since = time.perf_counter()
-    for entry, skip in _live_entries(topic, start_entry):
+    live = _live_entries(topic, start_entry) if only_ids is None else _named_entries(topic, start_entry, only_ids)
+    for entry, skip in live:
         if time.perf_counter() - since >= SLICE_SECONDS:
             await asyncio.sleep(0)
             since = time.perf_counter()
@@ -219,6 +223,28 @@ async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0) 
             messages = entry_messages(entry, partition, skip, limit)
         for dl in messages:
             yield dl
+
+
+def _named_entries(topic: PersistentTopic, start_entry: int, ids: frozenset[str]
+                   ) -> Iterator[tuple[Entry, frozenset[int]]]:
+    """_live_entries restricted to the entries of this topic's ledger that `ids` name."""
+    sub = handled_subscription(topic, create=False)
+    cursor = sub.cursor if sub is not None else None
+    ledger = topic.ledger
+    first = max(start_entry, ledger.first_position.entry_id)
+    if cursor is not None:
+        first = max(first, cursor.mark_delete.entry_id + 1)
+    wanted: set[int] = set()
+    for mid in ids:
+        parts = mid.split(":")
+        if len(parts) == 4 and parts[0].isdigit() and parts[1].isdigit() and int(parts[0]) == ledger.ledger_id:
+            wanted.add(int(parts[1]))
+    for eid in sorted(e for e in wanted if first <= e <= ledger.last_confirmed.entry_id):
+        if cursor is not None and cursor.is_acked(eid):
+            continue
+        entries = ledger.read_entries(eid, 1)
+        if entries and entries[0].position.entry_id == eid:
+            yield entries[0], cursor.acked_indexes(eid) if cursor is not None else frozenset()
 
 
 def _live_entries(topic: PersistentTopic, start_entry: int) -> Iterator[tuple[Entry, frozenset[int]]]:

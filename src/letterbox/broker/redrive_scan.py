@@ -106,8 +106,9 @@ def target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
 
 
 async def matching(topic: PersistentTopic, flt: DeadLetterFilter, start: int = 0) -> AsyncGenerator[DeadLetter, None]:
-    """Live dead letters matching `flt` from entry `start` on (the loop is given back as it goes)."""
-    async with contextlib.aclosing(live_dead_letters_async(topic, start)) as letters:
+    """Live dead letters matching `flt` from entry `start` on (the loop is given back as it goes);
+    with message ids in the filter only the entries they name are read."""
+    async with contextlib.aclosing(live_dead_letters_async(topic, start, flt.message_ids)) as letters:
         async for dl in letters:
             if flt.matches(dl):
                 yield dl
