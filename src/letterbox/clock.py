@@ -167,8 +167,11 @@ class Periodic:
 
     def start(self) -> Periodic:
         self._stopped = False
-        self._timer = self.clock.call_later(self.seconds, self._due)
+        self._arm()
         return self
+
+    def _arm(self) -> None:
+        self._timer = self.clock.call_later(self.seconds, self._due)
 
     def _due(self) -> None:
         if not self._stopped:
@@ -181,8 +184,8 @@ class Periodic:
             self.job()
         except Exception:
             log.exception("a periodic job of the broker's clock failed")
-        if not self._stopped:
-            self.start()
+        if not self._stopped:  # a job that cancelled its Periodic stays cancelled
+            self._arm()
 
     def cancel(self) -> None:
         self._stopped = True
