@@ -35,9 +35,11 @@ def _stats(broker: BrokerProcess, topic: str) -> Any:
 
 
 def _timed_receive(consumers: list[pulsar.Consumer], count: int) -> tuple[list[bytes], float]:
+    """Receive and acknowledge `count` messages from `consumers` (60 s at most): (bodies, seconds)."""
     start = time.monotonic()
     got: list[bytes] = []
     while len(got) < count:
+        assert time.monotonic() - start < 60, f"only {len(got)} of {count} messages in 60 s"
         for c in consumers:
             try:
                 msg = c.receive(200)
