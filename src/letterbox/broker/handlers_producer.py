@@ -24,6 +24,7 @@ from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNot
 from letterbox.protocol import MalformedFrame, commands, pb
 from letterbox.protocol.framing import parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
+from letterbox.protocol.send_decoder import SendCommand
 from letterbox.storage.errors import StorageError, is_storage_fault
 from letterbox.topic_name import TopicName
 
@@ -116,7 +117,8 @@ def _success(cnx: ServerCnx, rid: int, p: Producer, ready: bool = True) -> bytes
 
 
 def handle_send(cnx: ServerCnx, frame: Frame) -> None:
-    c = frame.command.send
+    c = frame.send
+    assert c is not None  # every SEND frame carries its fields
     pid = c.producer_id
     producer = cnx.producers.get(pid)
     if producer is None:
@@ -135,7 +137,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     max_size = cnx.service.config.max_message_size
     if len(payload) > max_size:
         raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
-    declared = c.num_messages if c.HasField("num_messages") else None
+    declared = c.num_messages
     if producer.checking is None and needs_expanding(meta) <= OFF_LOOP_BYTES:
         try:
             num = check_message(declared, meta, payload, max_size)
@@ -160,11 +162,12 @@ async def _check_off_loop(
     meta: pb.MessageMetadata,
 ) -> None:
     """Check a SEND in a worker thread (after the producer's earlier checks), then publish it."""
-    c = frame.command.send
+    c = frame.send
+    assert c is not None
     try:
         if before is not None:
             await asyncio.wait([before])
-        declared = c.num_messages if c.HasField("num_messages") else None
+        declared = c.num_messages
         max_size = cnx.service.config.max_message_size
         try:
             num = await asyncio.to_thread(check_message, declared, meta, payload, max_size)
@@ -186,11 +189,11 @@ def _deliver_at(meta: pb.MessageMetadata) -> int | None:
 
 
 def _publish(
-    cnx: ServerCnx, producer: Producer, c: pb.CommandSend, hp: bytes, num: int, publish_time: int,
+    cnx: ServerCnx, producer: Producer, c: SendCommand, hp: bytes, num: int, publish_time: int,
     deliver_at_time: int | None,
 ) -> None:
     pid, seq = c.producer_id, c.sequence_id
-    highest = c.highest_sequence_id if c.HasField("highest_sequence_id") else None
+    highest = c.highest_sequence_id
     top = highest if highest is not None and highest > seq else seq
     topic = producer.topic
     producer.msg_in += num

@@ -109,7 +109,7 @@ class ServerCnx(asyncio.Protocol):
                 if frame is None:
                     break
                 frames += 1
-                if self.send_batches and frame.command.type != T.SEND:
+                if self.send_batches and frame.type != T.SEND:
                     submit_sends(self)  # the SENDs before it are stored first
                 self._dispatch(frame)
         except ProtocolError as exc:
@@ -227,21 +227,20 @@ class ServerCnx(asyncio.Protocol):
 
     # --- command dispatch ------------------------------------------------
     def _dispatch(self, frame: Frame) -> None:
-        cmd = frame.command
         if self.refusal is not None:
-            handlers_auth.refuse_request(self, cmd)
+            handlers_auth.refuse_request(self, frame.command)
             return
-        handler = _HANDLERS.get(cmd.type)
+        handler = _HANDLERS.get(frame.type)
         try:
             if handler is None:
-                self._unsupported(cmd)
+                self._unsupported(frame.command)
             else:
                 handler(self, frame)
         except LetterboxError as exc:
-            self.reply_error(cmd, exc.code, exc.message)
+            self.reply_error(frame.command, exc.code, exc.message)
         except Exception as exc:  # a bug must not take the broker down
-            log.exception("error handling %s from %s", T.Type.Name(cmd.type), self.remote)
-            self.reply_error(cmd, ServerError.UnknownError, f"internal error: {exc}")
+            log.exception("error handling %s from %s", T.Type.Name(frame.type), self.remote)
+            self.reply_error(frame.command, ServerError.UnknownError, f"internal error: {exc}")
 
     def reply_error(self, cmd: pb.BaseCommand, code: int, message: str) -> None:
         rid = request_id_of(cmd)

@@ -59,12 +59,14 @@ class ServerProtocol:
             raise
         if frame is None:
             return None
-        is_connect = frame.command.type == pb.BaseCommand.CONNECT
+        is_connect = frame.type == pb.BaseCommand.CONNECT
+        if self.state is State.CONNECTED and not is_connect:  # the table's common row
+            return frame
         nxt = _TRANSITIONS.get((self.state, is_connect))
         if nxt is None:
             prev = self.state
             self.state = State.CLOSED
-            name = pb.BaseCommand.Type.Name(frame.command.type)
+            name = pb.BaseCommand.Type.Name(frame.type)
             raise ProtocolError(f"{name} not allowed in state {prev.value}")
         self.state = nxt
         return frame

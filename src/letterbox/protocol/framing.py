@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from letterbox.protocol import pulsar_api_pb2 as pb
+from letterbox.protocol.send_decoder import SendCommand, decode_send_command
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -33,6 +34,8 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _HEADER = struct.Struct(">II")
 _MAGIC_CRC_BYTES = _U16.pack(MAGIC_CRC32C)
+_SEND = pb.BaseCommand.SEND
+_SMALL_FRAME = 4096  # frames up to this size are copied out by slicing, larger ones through a view
 
 
 class ProtocolError(Exception):
@@ -63,20 +66,36 @@ class UnknownCommand(ProtocolError):
 
 
 class Frame:
-    """One decoded frame. headers_and_payload is None for simple frames."""
+    """One decoded frame. headers_and_payload is None for simple frames.
 
-    __slots__ = ("command", "headers_and_payload")
+    `type` is the command's type; `send` holds a SEND's fields (every SEND frame has
+    them). A SEND of the common shape is decoded without protobuf (send_decoder.py):
+    its `command` is parsed from the kept bytes only when something asks for it."""
 
-    def __init__(self, command: pb.BaseCommand, headers_and_payload: bytes | None = None) -> None:
-        self.command = command
+    __slots__ = ("_command", "_raw", "headers_and_payload", "send", "type")
+
+    def __init__(self, command: pb.BaseCommand | None, headers_and_payload: bytes | None = None,
+                 *, send: SendCommand | None = None, raw: bytes = b"") -> None:
+        self._command = command
+        self._raw = raw
         self.headers_and_payload = headers_and_payload
+        self.type: pb.BaseCommand.Type.ValueType
+        if command is not None:
+            self.type = command.type
+            self.send = SendCommand.from_pb(command.send) if self.type == _SEND else None
+        else:  # a SEND decoded by send_decoder: `raw` holds its BaseCommand bytes
+            self.type = pb.BaseCommand.SEND
+            self.send = send
 
     @property
-    def type(self) -> int:
-        return self.command.type
+    def command(self) -> pb.BaseCommand:
+        cmd = self._command
+        if cmd is None:
+            cmd = self._command = _parse_command(self._raw)
+        return cmd
 
     def __repr__(self) -> str:
-        name = pb.BaseCommand.Type.Name(self.command.type)
+        name = pb.BaseCommand.Type.Name(self.type)
         extra = "" if self.headers_and_payload is None else f", {len(self.headers_and_payload)}B"
         return f"Frame({name}{extra})"
 
@@ -291,9 +310,15 @@ class FrameDecoder:
         end = pos + 4 + total
         cmd_end = start + cmd_size
         self._pos = end  # consume first: an UnknownCommand leaves framing intact
-        # one copy each (a bytearray slice then bytes() would be two); the views are
-        # released before `buf` can grow again
-        with memoryview(buf) as view:
-            cmd = _parse_command(view[start:cmd_end].tobytes())
-            rest = view[cmd_end:end].tobytes() if cmd_end < end else None
-        return Frame(cmd, rest)
+        if total <= _SMALL_FRAME:  # a slice then bytes(): two copies of a few bytes, fewer objects
+            raw = bytes(buf[start:cmd_end])
+            rest = bytes(buf[cmd_end:end]) if cmd_end < end else None
+        else:  # one copy each; the views are released before `buf` can grow again
+            with memoryview(buf) as view:
+                raw = view[start:cmd_end].tobytes()
+                rest = view[cmd_end:end].tobytes() if cmd_end < end else None
+        if cmd_size > 3 and raw[0] == 0x08 and raw[1] == _SEND:
+            send = decode_send_command(raw)
+            if send is not None:
+                return Frame(None, rest, send=send, raw=raw)
+        return Frame(_parse_command(raw), rest)
