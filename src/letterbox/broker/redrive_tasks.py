@@ -279,6 +279,18 @@ class RedriveTasks:
                 return await self.cancel(task.id)
         return None
 
+    def running_on(self, dlq: TopicName) -> RedriveTask | None:
+        """The task running on `dlq` now, if any."""
+        return next((t for t in self._live.values() if t.dlq == str(dlq)), None)
+
+    async def stop_for_deletion(self, dlq: TopicName) -> None:
+        """The DLQ is being deleted (with force): cancel its running task, recorded cancelled,
+        and wait until its chunk in flight has ended."""
+        task = await self.cancel_dlq(dlq)
+        run = self._runs.get(task.id) if task is not None else None
+        if run is not None:
+            await asyncio.wait([run], timeout=30)
+
     def resume_all(self) -> int:
         """At start: relaunch every persistent task the store still records as running."""
         count = 0

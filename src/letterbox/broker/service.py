@@ -352,6 +352,12 @@ class BrokerService:
         Refused with NotAllowed while clients are connected, unless `force` closes them."""
         key = str(name)
         topic = self.topics.get(key)
+        redriving = self.redrive_tasks.running_on(name)  # small hook (review): a DLQ under a redrive
+        if redriving is not None:
+            if not force:
+                raise NotAllowed(f"Topic {name} has a redrive running (task {redriving.id}): cancel it "
+                                 "(DELETE .../letterbox/redrive) or delete with force")
+            await self.redrive_tasks.stop_for_deletion(name)
         if topic is not None:
             if topic.client_count() and not force:
                 raise NotAllowed(f"Topic {name} has active producers or consumers")
