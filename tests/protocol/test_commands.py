@@ -254,6 +254,19 @@ def test_send_receipts_are_the_receipts_back_to_back(pid: int, ledger: int) -> N
     assert receipts.send_receipts(pid, ledger, []) == b""
 
 
+@pytest.mark.parametrize("partition", [-1, 0, 5, 300])
+@pytest.mark.parametrize("cid", [0, 1, 200, U64])
+def test_message_encoder_frames_are_message_frames(cid: int, partition: int) -> None:
+    """MessageEncoder encodes the consumer and ledger ids once; its frames are message()'s."""
+    for ledger in (0, 3, 2**40, U64):
+        enc = receipts.MessageEncoder(cid, ledger, partition)
+        for entry in (0, 127, 128, 2**21 - 1, 2**21, 2**28, U64):
+            for redeliveries, ack_set in ((0, None), (0, []), (3, None), (0, [1, -1]), (2, [5])):
+                for data in (b"", b"x" * 100):
+                    expected = commands.message(cid, ledger, entry, partition, redeliveries, ack_set, data)
+                    assert enc.frame(entry, redeliveries, ack_set, data) == expected
+
+
 def _protobuf_message(consumer_id: int, ledger: int, entry: int, partition: int, redeliveries: int,
                       ack_set: list[int] | None, batch_index: int | None, epoch: int | None) -> bytes:
     mid = pb.MessageIdData(ledgerId=ledger, entryId=entry, batch_index=batch_index)

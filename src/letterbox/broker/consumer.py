@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.unacked_limits import PendingAcks, on_pending_change
 from letterbox.protocol import commands
+from letterbox.protocol.receipts import MessageEncoder
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx
@@ -43,6 +44,8 @@ class Consumer:
     closed: bool = False
     # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer
     blocked_on_unacked: bool = False
+    # this consumer's MESSAGE frames from its topic's ledger (ids encoded once)
+    _encoder: MessageEncoder | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pending = PendingAcks(lambda delta: on_pending_change(self, delta))
@@ -73,15 +76,20 @@ class Consumer:
         unblocked_room that the unacked limits need no look (PendingAcks.add_quiet)."""
         pos = entry.position
         n = entry.num_messages
+        eid = pos.entry_id
         if quiet:
-            self.pending.add_quiet(pos.entry_id, n)
+            self.pending.add_quiet(eid, n)
         else:
-            self.pending[pos.entry_id] = n
-        self.take_permits(n)
+            self.pending[eid] = n
+        if self.permits >= n:  # take_permits when nothing is owed
+            self.permits -= n
+        else:
+            self.take_permits(n)
         self.msg_out += n
-        return commands.message(
-            self.consumer_id, pos.ledger_id, pos.entry_id, self.partition_index, redelivery_count, ack_set, entry.data
-        )
+        enc = self._encoder
+        if enc is None or enc.ledger_id != pos.ledger_id:
+            enc = self._encoder = MessageEncoder(self.consumer_id, pos.ledger_id, self.partition_index)
+        return enc.frame(eid, redelivery_count, ack_set, entry.data)
 
     def send_raw(self, ledger_id: int, entry_id: int, num_messages: int, data: bytes) -> None:
         """Non-persistent delivery: no pending-ack bookkeeping."""

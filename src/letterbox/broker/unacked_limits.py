@@ -58,7 +58,7 @@ class PendingAcks(dict[int, int]):
         if key in self:
             self[key] = value
             return
-        super().__setitem__(key, value)
+        dict.__setitem__(self, key, value)
         self.total += value
 
     def discard_many(self, keys: list[int]) -> list[int]:

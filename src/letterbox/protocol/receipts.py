@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 
-__all__ = ["message", "send_receipt", "send_receipts", "varint"]
+__all__ = ["MessageEncoder", "message", "send_receipt", "send_receipts", "varint"]
 
 _HEADER = struct.Struct(">II")
 _BYTE = [bytes((i,)) for i in range(0x80)]
@@ -116,3 +116,29 @@ def message(
     cmd = b"".join((_MESSAGE_TYPE, varint(len(body)), body))
     n = len(cmd)
     return b"".join((_HEADER.pack(n + 4 + len(headers_and_payload), n), cmd, headers_and_payload))
+
+
+class MessageEncoder:
+    """MESSAGE frames for one consumer (consumer id, partition) from one ledger, with the
+    ids that do not change encoded once: frame(...) returns the bytes of
+    message(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set, data)."""
+
+    __slots__ = ("_head", "_mid_head", "_mid_tail", "consumer_id", "ledger_id", "partition")
+
+    def __init__(self, consumer_id: int, ledger_id: int, partition: int) -> None:
+        self.consumer_id = consumer_id
+        self.ledger_id = ledger_id
+        self.partition = partition
+        self._head = b"\x08" + varint(consumer_id) + b"\x12"
+        self._mid_head = b"\x08" + varint(ledger_id) + b"\x10"
+        self._mid_tail = b"\x18" + varint(partition) if partition >= 0 else b""
+
+    def frame(self, entry_id: int, redelivery_count: int, ack_set: Sequence[int] | None, data: bytes) -> bytes:
+        if redelivery_count or ack_set:
+            return message(self.consumer_id, self.ledger_id, entry_id, self.partition, redelivery_count,
+                           ack_set, data)
+        mid = self._mid_head + varint(entry_id) + self._mid_tail
+        # the body is at most 11 + 1 + 33 bytes: its length and the id's take one byte each
+        body = self._head + _BYTE[len(mid)] + mid
+        n = len(body) + 4
+        return b"".join((_HEADER.pack(n + 4 + len(data), n), _MESSAGE_TYPE, _BYTE[len(body)], body, data))
