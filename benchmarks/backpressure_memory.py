@@ -8,8 +8,10 @@ of what it dispatched.
     .venv/bin/python benchmarks/backpressure_memory.py --seconds 30
 
 Prints the broker's idle RSS, peak RSS (sampled and VmHWM), MB/s stored, the data directory
-size, the healthy client's produce latency p50/p99/max and the /metrics backpressure counters,
-then a JSON object (--json for JSON only). The flood producer runs in its own process.
+size, the broker's CPU seconds during the flood (from /proc), the healthy client's produce
+latency p50/p99/max (and before the flood), the load average before and after, and the /metrics
+backpressure counters, then a JSON object (--json for JSON only). The flood producer runs in
+its own process.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ import urllib.request
 from pathlib import Path
 
 import pulsar
-from _broker import Broker, memory_mb
+from _broker import Broker, cpu_seconds, memory_mb
 
 SIZE = 5_000_000  # 5 MB (the default max_message_size is 5 MiB)
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -128,6 +130,8 @@ def main() -> None:
         h.start()
         time.sleep(1.0)  # the healthy client's baseline before the flood
         base = len(lat)
+        load_before = [round(x, 2) for x in os.getloadavg()]
+        cpu0 = cpu_seconds(broker.pid) or 0.0
         ctx = multiprocessing.get_context("spawn")
         q: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
         p = ctx.Process(target=flood, args=(broker.url, flood_topic, a.seconds, a.pending, q))
@@ -136,6 +140,7 @@ def main() -> None:
                                 "--threads", "-f", "raw", "-o", a.profile], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL) if a.profile else None
         fr = q.get(timeout=a.seconds + 300)
+        cpu = (cpu_seconds(broker.pid) or 0.0) - cpu0
         if spy is not None:
             spy.wait(60)
         p.join(60)
@@ -149,12 +154,14 @@ def main() -> None:
             "stored_mb_per_s": round(fr["ok"] * SIZE / 1e6 / fr["seconds"], 1),
             "broker_rss_idle_mb": round(idle, 1), "broker_rss_peak_sampled_mb": round(peak[0], 1),
             "broker_vmhwm_mb": round(memory_mb(broker.pid)["VmHWM"], 1), "data_dir_mb": round(data_mb),
+            "broker_cpu_s": round(cpu, 2),
+            "broker_cpu_ms_per_message": round(cpu * 1000 / fr["ok"], 2) if fr["ok"] else None,
             "healthy_before_p50_ms": pct(lat[:base], 0.5), "healthy_before_max_ms": pct(lat[:base], 1.0),
             "healthy_sends": len(during), "healthy_p50_ms": pct(during, 0.5), "healthy_p99_ms": pct(during, 0.99),
             "healthy_max_ms": round(max(during) * 1000, 1) if during else None,
             "healthy_mean_ms": round(statistics.mean(during) * 1000, 1) if during else None,
             "stuck_consumer": a.stuck_consumer, "metrics": metrics(admin) if admin else {},
-            "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "loadavg_before": load_before, "loadavg": [round(x, 2) for x in os.getloadavg()],
         }
         if sock is not None:
             sock.close()
@@ -164,10 +171,11 @@ def main() -> None:
     if not a.json:
         print(f"flood: {fr['ok']} x 5 MB stored in {fr['seconds']} s ({r['stored_mb_per_s']} MB/s), data dir {r['data_dir_mb']} MB")
         print(f"broker RSS: idle {r['broker_rss_idle_mb']} MB, peak {r['broker_rss_peak_sampled_mb']} MB "
-              f"(VmHWM {r['broker_vmhwm_mb']} MB)")
+              f"(VmHWM {r['broker_vmhwm_mb']} MB); broker CPU {r['broker_cpu_s']} s "
+              f"({r['broker_cpu_ms_per_message']} ms per 5 MB message)")
         print(f"healthy client before the flood: p50 {r['healthy_before_p50_ms']} ms, max {r['healthy_before_max_ms']} ms")
         print(f"healthy client: {r['healthy_sends']} sends, p50 {r['healthy_p50_ms']} ms, p99 {r['healthy_p99_ms']} ms, "
-              f"max {r['healthy_max_ms']} ms; load {r['loadavg']}")
+              f"max {r['healthy_max_ms']} ms; load before {load_before}, after {r['loadavg']}")
     print(json.dumps(r))
     sys.exit(0)
 
