@@ -19,7 +19,8 @@
 #   * a row names a payload file only after the file is durable (AppendOp.payload_ref is set by
 #     this thread before the submission is forwarded; the writer only reads it);
 #   * a payload that cannot be written fails its submission with a StorageFault, which the
-#     writer reports without running it and fences the ledger, as for a failed commit;
+#     writer reports without running it and fences the ledger, as for a failed commit (any
+#     exception does: the thread never stops with submissions held);
 #   * the counters of what the lane holds change under `_lock`; only the loop thread adds to
 #     them, so an unlocked `_held == 0` read means nothing is in the lane.
 from __future__ import annotations
@@ -146,7 +147,7 @@ class PayloadLane(Generic[S]):
             if removals:
                 try:
                     self.files.remove(removals)
-                except OSError as exc:  # left for the sweep at the next start
+                except Exception as exc:  # left for the sweep at the next start
                     log.warning("could not remove payload files: %s", exc)
 
     def _write(self, batch: list[_Held[S]]) -> None:
@@ -160,19 +161,19 @@ class PayloadLane(Generic[S]):
                     self.files.write(op.payload_ref, op.entry.data)
                     self.payloads_written += 1
                     held.sub.nbytes -= op.nbytes  # no longer part of the group commit
-            except OSError as exc:
+            except Exception as exc:  # OSError, or anything else: the submission fails, never hangs
                 held.sub.error = _fault("cannot write a payload file", exc)
                 continue
             written.append(held)
         if written:
             try:
                 self.files.sync_directory()
-            except OSError as exc:
+            except Exception as exc:
                 for held in written:
                     held.sub.error = _fault("cannot sync the payload directory", exc)
 
 
-def _fault(what: str, exc: OSError) -> StorageFault:
+def _fault(what: str, exc: Exception) -> StorageFault:
     fault = StorageFault(f"{what}: {exc}")
     fault.__cause__ = exc
     return fault
