@@ -51,3 +51,22 @@ def test_property_round_trip_and_redrive_strips_it() -> None:
     assert last_reason(attempts) == "bad json"
     assert {DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION} <= REDRIVE_REMOVES
     assert redriven_properties({DELIVERY_ATTEMPTS: text, FAILURE_DESCRIPTION: "x", "app": "1"}) == {"app": "1"}
+
+
+@pytest.mark.parametrize("description", [None, "", "told by the client"])
+def test_dead_letter_stamps_from_stored_rows_are_the_stamps_from_attempts(description: str | None) -> None:
+    """A max-redeliveries move stamps its dead letter from the log's stored rows, without
+    making an Attempt per row: the same DELIVERY_ATTEMPTS text and FAILURE_DESCRIPTION."""
+    from letterbox.failure.attempts import Attempt, attempts_property, attempts_property_rows
+
+    odd = [None, "c-1", 'q"uote\\ \u00e9\u2713', "127.0.0.1:5"]
+    for n in range(6):
+        rows = tuple((1_700_000_000_000 + i if i % 3 else 0, 17 + i, odd[i % 4], odd[(i + 1) % 4],
+                      "nack" if i % 2 else "ack-timeout", odd[(i + 2) % 4] if i < n - 1 else None)
+                     for i in range(n))
+        attempts = [Attempt.from_row(r) for r in rows]
+        assert attempts_property_rows(rows) == attempts_property(attempts)
+        want = failure.dead_letter_stamps("max-redeliveries", 5, "work", 4, 1, 2, description, attempts)
+        got = failure.dead_letter_stamps("max-redeliveries", 5, "work", 4, 1, 2, description, attempt_rows=rows)
+        assert got == want
+        assert (DELIVERY_ATTEMPTS in got) == bool(n)

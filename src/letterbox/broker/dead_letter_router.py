@@ -59,6 +59,9 @@ def dead_letter_stamps(
     the delivery that failed last (a max-redeliveries decision counts it before deciding)."""
     first, last = sub.cursor.deliveries.delivery_times(entry_id)
     count = sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)
+    rows = sub.tracker.log.final_rows(entry_id, reason)
+    if rows is not None:  # (no Attempt made per row)
+        return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description, attempt_rows=rows)
     attempts = sub.tracker.log.final_attempts(entry_id, reason, description, now)
     return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description, attempts)
 

@@ -22,7 +22,7 @@
 # the message (its pending-ack bookkeeping).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from letterbox.failure import Event, RedeliverAll
 from letterbox.failure.attempts import (
@@ -116,6 +116,14 @@ class DeliveryAttempts:
         return None
 
     # --- dead letters -------------------------------------------------------------------
+    def final_rows(self, entry_id: int, reason: str) -> tuple[tuple[Any, ...], ...] | None:
+        """final_attempts() as the log's stored rows (Attempt.to_row's layout) when the move
+        adds no attempt of its own (a max-redeliveries move); None when it does."""
+        if reason in _FINAL_ENDING:
+            return None
+        cursor = self.sub.cursor
+        return () if cursor.is_acked(entry_id) else cursor.deliveries.attempts.get_rows(entry_id)
+
     def final_attempts(self, entry_id: int, reason: str, description: str | None, now: int) -> list[Attempt]:
         """The log a dead letter of `entry_id` carries (DELIVERY_ATTEMPTS): the recorded
         attempts, plus the one the move ends when it is a terminate or an expiry (a

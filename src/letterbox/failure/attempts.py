@@ -145,6 +145,14 @@ def attempts_property(attempts: list[Attempt]) -> str:
     return json.dumps([a.to_json() for a in attempts], separators=(",", ":"), ensure_ascii=False)
 
 
+def attempts_property_rows(rows: Sequence[Sequence[Any]]) -> str:
+    """attempts_property() of the attempts these stored rows are (Attempt.from_row), the
+    same text, without making an Attempt per row (one per dead letter and attempt)."""
+    return json.dumps([{"deliveredAt": int(d) or None, "endedAt": int(e) or None, "consumer": c, "address": a,
+                        "ending": str(n), "reason": r} for d, e, c, a, n, r in rows],
+                      separators=(",", ":"), ensure_ascii=False)
+
+
 def parse_attempts_property(value: str | None) -> list[Attempt]:
     """A dead letter's DELIVERY_ATTEMPTS back as attempts ([] when absent or unreadable)."""
     if not value:

@@ -18,8 +18,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from letterbox.failure.attempts import Attempt, attempts_property, clip_reason, last_reason
+from letterbox.failure.attempts import (
+    Attempt,
+    attempts_property,
+    attempts_property_rows,
+    clip_reason,
+    last_reason,
+)
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
@@ -87,10 +94,12 @@ def dead_letter_stamps(
     last_delivery_ms: int = 0,
     description: str | None = None,
     attempts: Sequence[Attempt] = (),
+    attempt_rows: Sequence[Sequence[Any]] | None = None,
 ) -> dict[str, str]:
     """What a dead-letter move adds besides the origin: why, when, where from, its deliveries,
     its attempt log (DELIVERY_ATTEMPTS) and the client's text (FAILURE_DESCRIPTION: the
-    description, else the latest reason in the log)."""
+    description, else the latest reason in the log). `attempt_rows`: the log as its stored
+    rows instead of `attempts` (the same stamps)."""
     out = {DEAD_LETTER_REASON: reason, DEAD_LETTER_TIME: str(now_ms), DEAD_LETTER_SUBSCRIPTION: subscription}
     if delivery_count is not None:
         out[DELIVERY_COUNT] = str(delivery_count)
@@ -99,9 +108,15 @@ def dead_letter_stamps(
         out[LAST_DELIVERY_TIME] = str(last_delivery_ms)
     if description:
         out[DEAD_LETTER_DESCRIPTION] = description
-    if attempts:
-        out[DELIVERY_ATTEMPTS] = attempts_property(list(attempts))
-    text = clip_reason(description) or last_reason(list(attempts))
+    if attempt_rows is not None:
+        if attempt_rows:
+            out[DELIVERY_ATTEMPTS] = attempts_property_rows(attempt_rows)
+        latest = next((r[5] for r in reversed(attempt_rows) if r[5]), None)
+    else:
+        if attempts:
+            out[DELIVERY_ATTEMPTS] = attempts_property(list(attempts))
+        latest = last_reason(list(attempts))
+    text = clip_reason(description) or latest
     if text:
         out[FAILURE_DESCRIPTION] = text
     return out
