@@ -21,8 +21,9 @@ __all__ = ["SendCommand", "decode_send_command"]
 
 _U64 = 1 << 64
 _I32_MAX = (1 << 31) - 1
-# BaseCommand: type (field 1, varint) = SEND, then send (field 6, length-delimited)
-_SEND_PREFIX = bytes((0x08, pb.BaseCommand.SEND, 0x32))
+# BaseCommand: type (field 1, varint) = SEND (0x08 0x06), then send (field 6,
+# length-delimited: 0x32)
+_SEND = pb.BaseCommand.SEND
 
 
 class SendCommand:
@@ -75,21 +76,28 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 
 def decode_send_command(data: bytes) -> SendCommand | None:
     """A serialized BaseCommand of the common SEND shape, or None (use protobuf)."""
-    if data[:3] != _SEND_PREFIX:
-        return None
     end = len(data)
-    size, pos = _varint(data, 3, end)
-    if size < 0 or pos + size != end:
+    if end < 5 or data[2] != 0x32 or data[1] != _SEND or data[0] != 0x08:
+        return None
+    size = data[3]
+    pos = 4
+    if size >= 0x80:
+        size, pos = _varint(data, 3, end)
+    if pos + size != end:  # (also a cut-off size: -1)
         return None
     producer_id = sequence_id = 0
     num_messages: int | None = None
     highest: int | None = None
     while pos < end:
         tag = data[pos]
-        pos += 1
-        value, pos = _varint(data, pos, end)
-        if value < 0 or value >= _U64:
+        if pos + 1 >= end:
             return None
+        value = data[pos + 1]
+        pos += 2
+        if value >= 0x80:  # a multi-byte varint
+            value, pos = _varint(data, pos - 1, end)
+            if value < 0 or value >= _U64:
+                return None
         if tag == 0x08:
             producer_id = value
         elif tag == 0x10:
