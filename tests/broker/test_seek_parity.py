@@ -144,6 +144,11 @@ def test_seek_and_readers_with_pulsar_asyncio(broker: BrokerProcess) -> None:
         try:
             producer = await client.create_producer(topic, batching_enabled=False)
             ids = [await producer.send(b) for b in (b"0", b"1", b"2")]
+            # a send and its receipt fit in one millisecond (0.4 ms measured): b"2" may carry
+            # the very ms read next, and a seek by time includes publish time == mark. So
+            # the mark is taken only once the clock has left b"2"'s ms, and b"3" is sent in
+            # a later ms than the mark (as the sync test above does)
+            await asyncio.to_thread(wait_past, int(time.time() * 1000))
             mark = int(time.time() * 1000)
             await asyncio.to_thread(wait_past, mark)
             await producer.send(b"3")

@@ -266,6 +266,14 @@ def test_killed_consumer_never_duplicates_or_loses(broker: BrokerProcess, client
     killed_consumer_audit(broker, client, "tests.client.retry_worker")
 
 
+def worker_failure(run: int, returncode: int, stderr: str) -> str:
+    """What the fault test says about a worker that exited neither 0 nor by its own os._exit."""
+    import signal
+
+    how = f"killed by signal {-returncode} ({signal.strsignal(-returncode)})" if returncode < 0 else f"exited {returncode}"
+    return f"worker run {run} {how}; its stderr (faulthandler on):\n{stderr[-4000:] or '(empty)'}"
+
+
 def killed_consumer_audit(broker: BrokerProcess, client: pulsar.Client, worker: str) -> None:
     """The fault test's body, for the consumer process module `worker` (sync or asyncio)."""
     import subprocess
@@ -284,13 +292,14 @@ def killed_consumer_audit(broker: BrokerProcess, client: pulsar.Client, worker: 
     client.subscribe(retry_topic_name(topic, "work"), "audit").close()
     crashes = 0
     for run in range(200):
+        # -X faulthandler: a worker killed by a signal leaves its threads' stacks in stderr
         proc = subprocess.run(
-            [sys.executable, "-m", worker, broker.url, broker.admin_url, topic, str(run)],
+            [sys.executable, "-X", "faulthandler", "-m", worker, broker.url, broker.admin_url, topic, str(run)],
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode == 0:
             break
-        assert proc.returncode in (3, 4), proc.stderr[-2000:]
+        assert proc.returncode in (3, 4), worker_failure(run, proc.returncode, proc.stderr)
         crashes += 1
     assert crashes >= 5, "the test needs real crashes to mean anything"
 
