@@ -50,7 +50,7 @@ async def main() -> None:
     # the Python callback after the awaited future is resolved. This process then exits, and
     # that thread races Py_FinalizeEx: SIGSEGV (tupledealloc in pybind11's func_wrapper while
     # the final gc runs) or SIGABRT ("terminate called without an active exception":
-    # pthread_exit from take_gil unwinding the callback's noexcept destructor), 6 of 40 clean
+    # pthread_exit from take_gil unwinding the callback's noexcept destructor), 11 of 80 clean
     # exits under load, cores read with gdb. shutdown() does the same teardown (connections,
     # executors) synchronously in this thread with no Python callback: 0 crashes in 200 runs.
     # The consumers are closed above, so nothing is left for close() to close gracefully.
