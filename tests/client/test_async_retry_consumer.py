@@ -173,8 +173,12 @@ def test_move_never_blocks_the_event_loop(broker: BrokerProcess) -> None:
     took, worst, ticks = run(broker, body)
     print(f"move retried for {took:.2f} s, worst loop lag {worst * 1000:.1f} ms over {ticks} ticks")
     assert took >= 1.4
-    assert worst < 0.05 + 0.1, worst  # 50 ms target, plus scheduling margin for a loaded machine
-    assert ticks > 50
+    # A move that blocked the loop would stall it for the whole 1.5 s of retries, or at least
+    # for its last backoff sleep (0.75 s), leaving a handful of ticks. The free loop's worst
+    # lag was 0.17 s over 84 ticks at load 23, where the old bound (the 50 ms target + 0.1 s)
+    # failed
+    assert worst < 0.5, worst
+    assert ticks > 20, ticks
 
 
 @pytest.mark.letterbox_extension("asserts the atomic move's guarantee (never a duplicate across kill -9); "
