@@ -22,6 +22,7 @@ from letterbox.storage.ops import AppendOp, CursorWriteOp, WriteOp
 from letterbox.storage.payload_files import PayloadFiles
 from letterbox.storage.payload_lane import PayloadLane
 from letterbox.storage.position import Position
+from letterbox.storage.transaction import _ApplyChanges
 from letterbox.storage.writer import Submission
 
 LARGE = 1000  # the tests' threshold: entries of >= 1,000 bytes go to files
@@ -233,7 +234,7 @@ def test_the_lane_passes_small_submissions_of_other_ledgers_and_keeps_order(tmp_
         flood = sub(append(1, 0, big(0)))  # large: to the lane thread (blocked on the gate)
         healthy = sub(append(2, 0, b"small"))  # another ledger: straight to the writer
         behind = sub(append(1, 1, b"small"))  # the flood's ledger: after its large entry
-        cursor = sub(CursorWriteOp(2, "c", b"{}"))  # another ledger: straight through
+        cursor = sub(CursorWriteOp(2, "c", b"{}"), _ApplyChanges([]))  # a transaction of ledger 2
         barrier = sub()  # store.barrier(): after everything before it
         after_barrier = sub(append(2, 1, b"small"))  # everything follows a barrier in the lane
         for s in (flood, healthy, behind, cursor, barrier, after_barrier):

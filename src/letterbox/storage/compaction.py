@@ -76,6 +76,9 @@ class _ChunkOp(WriteOp):
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.executemany(_INSERT, self.rows)
 
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
+
 
 class _KeepOnlyOp(WriteOp):
     """Delete every generation of the ledger but `keep` (-1: all of them)."""
@@ -89,6 +92,9 @@ class _KeepOnlyOp(WriteOp):
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         conn.execute("DELETE FROM compacted_entries WHERE ledger_id = ? AND generation != ?",
                      (self.ledger_id, self.keep))
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger_id,)
 
 
 class CompactedViews:

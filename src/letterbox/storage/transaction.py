@@ -66,6 +66,9 @@ class _ApplyChanges(WriteOp):
     def apply(self, conn: object, fenced: set[int]) -> None:
         pass
 
+    def ledgers(self) -> tuple[int, ...]:
+        return ()  # no row: its submission's appends and cursor records give the order
+
     def on_commit(self) -> None:
         for cursor, cursor_changes in self.changes:
             for change in cursor_changes:
