@@ -24,6 +24,7 @@ PORT_RES = {
 
 
 COMPAT_ENV = "LETTERBOX_PULSAR_COMPATIBLE_ONLY"
+EXTENSION_TESTS = pytest.StashKey[list[tuple[str, str]]]()  # (node id, reason) deselected in compat mode
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,15 +46,28 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.getoption("--pulsar-compatible-only"):
         return
-    kept, dropped = [], []
+    kept, dropped, reasons = [], [], []
     for item in items:
         marker = item.get_closest_marker("letterbox_extension")
         if marker is not None and not marker.args:
             raise pytest.UsageError(f"{item.nodeid}: letterbox_extension needs a reason")
         (dropped if marker is not None else kept).append(item)
+        if marker is not None:
+            reasons.append((item.nodeid, str(marker.args[0])))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    config.stash[EXTENSION_TESTS] = reasons
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Name every test left out of a --pulsar-compatible-only run, with its reason: a
+    deselected test is not a passed one, and the reader sees which and why."""
+    dropped = config.stash.get(EXTENSION_TESTS, [])
+    if dropped:
+        terminalreporter.section(f"not run against --pulsar-compatible-only: {len(dropped)} letterbox_extension tests")
+        for nodeid, reason in dropped:
+            terminalreporter.line(f"{nodeid}: {reason}")
 
 
 def pulsar_compatible_only() -> bool:

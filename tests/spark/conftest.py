@@ -18,6 +18,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/spark/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.slow)
+    # the cluster modules stop the local SparkSession (one SparkContext per process): run them
+    # after every local-mode test, so the local session starts once, not again after them
+    items.sort(key=lambda item: Path(str(item.fspath)).name.startswith("test_cluster"))
 
 
 class LocalSpark:

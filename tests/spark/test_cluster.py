@@ -50,6 +50,12 @@ def _executors(spark: Any) -> int:
 def test_batch_read_on_the_cluster(cluster_spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:
     assert _executors(cluster_spark) == 2
     test_batch_read.test_min_partitions_and_offsets(cluster_spark, spark_broker, pclient)
+
+
+@pytest.mark.timeout(600)  # a cluster (and its JVMs) starts in the first test's setup
+@pytest.mark.letterbox_extension("the broker dead-letters here through the consumer property "
+                                 "letterbox.dlq.max_redeliveries, a letterbox extension (Apache Pulsar ignores it)")
+def test_dead_letter_sql_on_the_cluster(cluster_spark: Any, spark_broker: BrokerProcess, pclient: Any) -> None:
     test_batch_read.test_dead_letter_topic_is_queryable_with_sql(cluster_spark, spark_broker, pclient)
 
 
@@ -87,7 +93,7 @@ def test_pipeline_exactly_once_across_a_killed_worker(
         killed.append(w)
 
     test_pipeline.routes_exactly_once_across_kills_and_a_restart(
-        cluster_spark, spark_broker, pclient, tmp_path, 6_000, while_running=kill_a_worker, per_trigger=500)
+        cluster_spark, spark_broker, pclient, tmp_path, 6_000, while_running=kill_a_worker)
     assert killed
     # the driver lost that executor and finished on the other one
     assert wait_until(lambda: _executors(cluster_spark) == 1, timeout=60, interval=0.5)
