@@ -193,12 +193,16 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
         if m.ledgerId == topic_ledger:
             sub.ack_cumulative(consumer, m.entryId, list(m.ack_set) or None)
     else:
-        items = []
+        items: list[tuple[int, list[int] | None]] = []  # ids with an ack set (batch indexes), in order
+        plain: list[int] = []  # whole entries
         for m in c.message_id:  # one pass, each id's fields read once
             if m.ledgerId == topic_ledger:
                 acks = m.ack_set
-                items.append((m.entryId, list(acks) if acks else None))
-        sub.ack_individual(consumer, items)
+                if acks:
+                    items.append((m.entryId, list(acks)))
+                else:
+                    plain.append(m.entryId)
+        sub.ack_individual(consumer, items, plain)
     if c.HasField("request_id"):
         rid = c.request_id
 

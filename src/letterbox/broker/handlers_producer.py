@@ -196,8 +196,9 @@ def _publish(
     highest = c.highest_sequence_id
     top = highest if highest is not None and highest > seq else seq
     topic = producer.topic
+    nbytes = len(hp)
     producer.msg_in += num
-    producer.bytes_in += len(hp)
+    producer.bytes_in += nbytes
     if isinstance(topic, NonPersistentTopic):
         pos = topic.publish_now(hp, num)
         cnx.write(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
@@ -212,17 +213,18 @@ def _publish(
     if topic.deduplication_enabled() and seq <= producer.highest_sequence_pushed:
         _chain(cnx, producer, None, seq, highest)
         return
-    producer.highest_sequence_pushed = max(producer.highest_sequence_pushed, top)
+    if top > producer.highest_sequence_pushed:
+        producer.highest_sequence_pushed = top
     try:
         op = topic.reserve_publish(producer, hp, num, publish_time, top, deliver_at_time)
     except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
         send_batch.submit_producer(cnx, producer)
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
-        cnx.flow.publish_started(len(hp))
-        _chain(cnx, producer, fut, seq, highest, len(hp))
+        cnx.flow.publish_started(nbytes)
+        _chain(cnx, producer, fut, seq, highest, nbytes)
         return
-    send_batch.add(cnx, producer, op, seq, highest, len(hp))
+    send_batch.add(cnx, producer, op, seq, highest, nbytes)
 
 
 def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:

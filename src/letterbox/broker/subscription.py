@@ -144,8 +144,12 @@ class Subscription:
         consumer.add_permits(permits)
         self.dispatcher.schedule()
 
-    def ack_individual(self, consumer: Consumer, items: list[tuple[int, list[int] | None]]) -> None:
-        plain: list[int] = []
+    def ack_individual(self, consumer: Consumer, items: list[tuple[int, list[int] | None]],
+                       plain: list[int] | None = None) -> None:
+        """Individual acks: `items` (entry id, ack set or None) in order, then the whole
+        entries of `plain` (the caller may split them off beforehand: same result)."""
+        if plain is None:
+            plain = []
         for entry_id, ack_set in items:
             if ack_set:
                 size = self._batch_size(consumer, entry_id)
@@ -155,9 +159,10 @@ class Subscription:
                 plain.append(entry_id)
         if plain:
             self.cursor.ack(plain)
-            settled = self.quarantine.settled  # what _drop_pending tells it, for every id
-            for entry_id in plain:
-                settled(entry_id)
+            if self.quarantine.out_entries:  # what _drop_pending tells it (nothing to tell: empty)
+                settled = self.quarantine.settled
+                for entry_id in plain:
+                    settled(entry_id)
             for entry_id in consumer.pending.discard_many(plain):
                 self._drop_pending(None, entry_id)
         self._after_ack()
