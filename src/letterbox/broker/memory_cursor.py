@@ -108,6 +108,9 @@ class MemoryCursor:
     def acked_indexes(self, entry_id: int) -> frozenset[int]:
         return frozenset(self._batches.get(entry_id, ()))
 
+    def write_by_caller(self) -> None:
+        """Nothing is written in the background."""
+
     def write_now(self) -> None:
         """Nothing to write (flush() is the no-op to await)."""
         return None

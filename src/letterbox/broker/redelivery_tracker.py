@@ -119,7 +119,9 @@ class RedeliveryTracker:
         # (one record write, not a background one and a flush), unless a move below
         # writes them with its transaction or a transaction holds the cursor (flush then)
         written_now = None
-        if not dead:
+        if dead:
+            cursor.write_by_caller()  # by the move's transaction (or the flush below if it fails)
+        else:
             with contextlib.suppress(StorageError):
                 written_now = cursor.write_now()
 

@@ -266,6 +266,13 @@ class ManagedCursor:
         self.ledger._cursor_clean(self)
         return self.ledger._write([self._snapshot_op()])
 
+    def write_by_caller(self) -> None:
+        """The caller writes the state itself right away (a transaction that locks this
+        cursor, else flush()): the background write its changes scheduled is dropped.
+        Changes made meanwhile are written by that write or after it (flush, or the
+        transaction's end reporting the cursor dirty again)."""
+        self.ledger._cursor_clean(self)
+
     def detached_copy(self) -> ManagedCursor:
         """A copy whose mutations change nothing else (no dirty report, no trim): a
         transaction applies its acks to it to serialize the state they lead to."""
