@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from letterbox.spark.query_start import start_query
 from tests.conftest import BrokerProcess, wait_until
 from tests.spark.conftest import backlog, create_partitioned, unique
 
@@ -29,13 +30,14 @@ def test_stop_and_restart_from_checkpoint_is_exactly_once(
             .option("max_records_per_trigger", "500")
             .load()
         )
-        return (
-            stream.select("value", "message_id", "partition")
+        return start_query(
+            lambda: stream.select("value", "message_id", "partition")
             .writeStream.format("parquet")
             .option("path", out)
             .option("checkpointLocation", ck)
             .trigger(processingTime="200 milliseconds")
-            .start()
+            .start(),
+            "to-parquet",
         )
 
     def batches(q: Any) -> list[dict[str, Any]]:

@@ -18,8 +18,6 @@
 from __future__ import annotations
 
 import json
-import logging
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +26,8 @@ from typing import Any
 from letterbox.auth_options import AuthOptions
 from letterbox.spark.pipeline.policy import PipelineTopics, RetryPolicy
 from letterbox.spark.pipeline.router import SINK_DDL, RouterConfig, route_ranges
+from letterbox.spark.query_start import start_query
 
-log = logging.getLogger("letterbox.spark")
 SinkFn = Callable[[Any, int], None]
 OUTCOMES = ("ok", "retry", "dead")
 
@@ -158,44 +156,15 @@ class Pipeline:
         row.coalesce(1).write.mode("overwrite").json(f"{self.counts_dir}/batch-{batch_id}")
 
     def start(self) -> Any:
-        """Start the streaming query and return it (a StreamingQuery) once its source is set up.
-
-        Spark starts the source's driver-side Python worker and waits a fixed 10 s for it to
-        connect back; on a loaded driver (its imports come from pyspark.zip, compiled anew each
-        time) that start can time out and the query dies before reading anything. Such a query
-        is started again, from the same checkpoint, up to START_ATTEMPTS times in all."""
-        attempt = 1
-        while True:
-            query = (
-                self.source()
-                .writeStream.queryName(f"letterbox-pipeline-{self.subscription}")
-                .foreachBatch(self.process_batch)
-                .option("checkpointLocation", self.checkpoint)
-                .trigger(processingTime=self.trigger_interval)
-                .start()
-            )
-            failure = _start_failure(query)
-            if failure is None or attempt >= START_ATTEMPTS or not any(t in failure for t in WORKER_CONNECT_BACK):
-                return query
-            log.warning("pipeline %s: the query's Python worker did not connect back in Spark's 10 s "
-                        "(attempt %d of %d); starting it again from the checkpoint",
-                        self.subscription, attempt, START_ATTEMPTS)
-            attempt += 1
-
-
-START_ATTEMPTS = 3
-# what Spark says when a Python worker it started did not connect back in time
-WORKER_CONNECT_BACK = ("Python worker failed to connect back", "waiting for the Python worker to connect back")
-_INITIALIZING = "Initializing"  # "Initializing StreamExecution", then "Initializing sources"
-
-
-def _start_failure(query: Any, timeout_s: float = 120.0) -> str | None:
-    """The error of a query that died while setting up its sources, else None (it is running,
-    or still setting up after timeout_s: then it is left to run)."""
-    deadline = time.monotonic() + timeout_s
-    while query.isActive and str(query.status.get("message", "")).startswith(_INITIALIZING) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if query.isActive:
-        return None
-    failure = query.exception()
-    return None if failure is None else str(failure)
+        """Start the streaming query and return it (a StreamingQuery) once its source is set up
+        (started again if Spark's Python worker for the source did not connect back in time:
+        letterbox.spark.query_start)."""
+        return start_query(
+            lambda: self.source()
+            .writeStream.queryName(f"letterbox-pipeline-{self.subscription}")
+            .foreachBatch(self.process_batch)
+            .option("checkpointLocation", self.checkpoint)
+            .trigger(processingTime=self.trigger_interval)
+            .start(),
+            f"letterbox-pipeline-{self.subscription}",
+        )
