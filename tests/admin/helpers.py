@@ -1,4 +1,5 @@
-"""A tiny urllib client for the admin API: returns (status, parsed JSON or text)."""
+"""A tiny urllib client for the admin API: returns (status, parsed JSON or text); and the
+few calls the policy tests make again and again (namespace, policy, topic stats)."""
 from __future__ import annotations
 
 import json
@@ -31,3 +32,24 @@ def call_raw(base: str, method: str, path: str) -> tuple[int, dict[str, str], by
             return resp.status, dict(resp.headers.items()), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers.items()), exc.read()
+
+
+def make_namespace(base: str, ns: str) -> str:
+    """Create `ns` (tenant/namespace) and its tenant if missing; returns its admin path."""
+    tenant = ns.split("/")[0]
+    call(base, "PUT", f"/admin/v2/tenants/{tenant}", "{}")
+    assert call(base, "PUT", f"/admin/v2/namespaces/{ns}")[0] in (204, 409)
+    return f"/admin/v2/namespaces/{ns}"
+
+
+def set_policy(base: str, path: str, body: Any) -> None:
+    """POST a policy value (as JSON) to `path`; it must answer 204."""
+    status, out = call(base, "POST", path, json.dumps(body))
+    assert status == 204, out
+
+
+def topic_stats(base: str, topic: str) -> Any:
+    """The stats document of a persistent topic given as persistent://tenant/ns/name."""
+    status, stats = call(base, "GET", "/admin/v2/persistent/" + topic.split("://")[1] + "/stats")
+    assert status == 200, stats
+    return stats

@@ -12,29 +12,13 @@ from typing import Any
 import pulsar
 import pytest
 
-from tests.admin.helpers import call
+from tests.admin.helpers import call, make_namespace, set_policy, topic_stats
 from tests.conftest import BrokerProcess, wait_until
 
 
-def _namespace(broker: BrokerProcess, ns: str) -> str:
-    tenant = ns.split("/")[0]
-    call(broker.admin_url, "PUT", f"/admin/v2/tenants/{tenant}", "{}")
-    assert call(broker.admin_url, "PUT", f"/admin/v2/namespaces/{ns}")[0] in (204, 409)
-    return f"/admin/v2/namespaces/{ns}"
-
-
-def _set(broker: BrokerProcess, path: str, body: Any) -> None:
-    status, out = call(broker.admin_url, "POST", path, json.dumps(body))
-    assert status == 204, out
-
-
-def _stats(broker: BrokerProcess, topic: str) -> Any:
-    return call(broker.admin_url, "GET", "/admin/v2/persistent/" + topic.split("://")[1] + "/stats")[1]
-
-
 def test_backlog_quota_producer_exception(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "quota/ex")
-    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
+    base = make_namespace(broker.admin_url, "quota/ex")
+    set_policy(broker.admin_url, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
     assert call(broker.admin_url, "GET", base + "/backlogQuotaMap") == (
         200, {"destination_storage": {"limitSize": 500, "limitTime": -1, "policy": "producer_exception"}})
     topic = "persistent://quota/ex/t"
@@ -50,13 +34,13 @@ def test_backlog_quota_producer_exception(broker: BrokerProcess, client: Any) ->
         client.create_producer(topic)
     for _ in range(sent):  # the consumer catches up: producers are welcome again
         consumer.acknowledge(consumer.receive(10_000))
-    assert wait_until(lambda: _stats(broker, topic)["subscriptions"]["slow"]["msgBacklog"] == 0)
+    assert wait_until(lambda: topic_stats(broker.admin_url, topic)["subscriptions"]["slow"]["msgBacklog"] == 0)
     client.create_producer(topic).send(b"after")
 
 
 def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "quota/hold")
-    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_request_hold"})
+    base = make_namespace(broker.admin_url, "quota/hold")
+    set_policy(broker.admin_url, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_request_hold"})
     topic = "persistent://quota/hold/t"
     consumer = client.subscribe(topic, "slow")
     producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=0)
@@ -68,7 +52,7 @@ def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any)
             results.append(res)
 
     stored = 0
-    while _stats(broker, topic)["publishers"]:  # each send is stored until the quota closes it
+    while topic_stats(broker.admin_url, topic)["publishers"]:  # each send is stored until the quota closes it
         producer.send(b"y" * 100)
         stored += 1
         assert stored < 50
@@ -77,7 +61,7 @@ def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any)
     # held, not failed: the reconnect is refused with ProducerBlockedQuotaExceededError and retried
     deadline = time.monotonic() + 1.5
     while time.monotonic() < deadline:
-        assert not results and _stats(broker, topic)["msgInCounter"] == stored
+        assert not results and topic_stats(broker.admin_url, topic)["msgInCounter"] == stored
         time.sleep(0.1)
     got = 0
     while got < stored + 5:
@@ -88,20 +72,20 @@ def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any)
 
 
 def test_backlog_quota_consumer_backlog_eviction(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "quota/evict")
-    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "consumer_backlog_eviction"})
+    base = make_namespace(broker.admin_url, "quota/evict")
+    set_policy(broker.admin_url, base + "/backlogQuota", {"limitSize": 500, "policy": "consumer_backlog_eviction"})
     topic = "persistent://quota/evict/t"
     client.subscribe(topic, "slow").close()
     producer = client.create_producer(topic, batching_enabled=False)
     for _ in range(30):
         producer.send(b"z" * 100)  # never refused
-    assert wait_until(lambda: _stats(broker, topic)["subscriptions"]["slow"]["msgBacklog"] < 10)
+    assert wait_until(lambda: topic_stats(broker.admin_url, topic)["subscriptions"]["slow"]["msgBacklog"] < 10)
 
 
 def test_max_producers_and_consumers_per_topic(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "limits/pc")
-    _set(broker, base + "/maxProducersPerTopic", 1)
-    _set(broker, base + "/maxConsumersPerTopic", 1)
+    base = make_namespace(broker.admin_url, "limits/pc")
+    set_policy(broker.admin_url, base + "/maxProducersPerTopic", 1)
+    set_policy(broker.admin_url, base + "/maxConsumersPerTopic", 1)
     assert call(broker.admin_url, "GET", base + "/maxProducersPerTopic") == (200, 1)
     topic = "persistent://limits/pc/t"
     client.create_producer(topic)
@@ -115,8 +99,8 @@ def test_max_producers_and_consumers_per_topic(broker: BrokerProcess, client: An
 
 
 def test_max_unacked_per_consumer_namespace_policy(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "limits/unacked")
-    _set(broker, base + "/maxUnackedMessagesPerConsumer", 5)
+    base = make_namespace(broker.admin_url, "limits/unacked")
+    set_policy(broker.admin_url, base + "/maxUnackedMessagesPerConsumer", 5)
     topic = "persistent://limits/unacked/t"
     consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
     producer = client.create_producer(topic, batching_enabled=False)
@@ -124,7 +108,7 @@ def test_max_unacked_per_consumer_namespace_policy(broker: BrokerProcess, client
         producer.send(str(i).encode())
 
     def blocked() -> bool:
-        c = _stats(broker, topic)["subscriptions"]["s"]["consumers"][0]
+        c = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]["consumers"][0]
         return bool(c["blockedConsumerOnUnackedMsgs"]) and c["unackedMessages"] == 5
 
     assert wait_until(blocked)
@@ -133,9 +117,9 @@ def test_max_unacked_per_consumer_namespace_policy(broker: BrokerProcess, client
 
 
 def test_delayed_delivery_off_and_auto_topic_creation_off(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "limits/flags")
-    _set(broker, base + "/delayedDelivery", {"active": False, "tickTime": 1000})
-    _set(broker, base + "/autoTopicCreation", {"allowAutoTopicCreation": False})
+    base = make_namespace(broker.admin_url, "limits/flags")
+    set_policy(broker.admin_url, base + "/delayedDelivery", {"active": False, "tickTime": 1000})
+    set_policy(broker.admin_url, base + "/autoTopicCreation", {"allowAutoTopicCreation": False})
     assert call(broker.admin_url, "GET", base + "/autoTopicCreation") == (
         200, {"allowAutoTopicCreation": False, "topicType": "non-partitioned"})
     with pytest.raises(pulsar.TopicNotFound):
@@ -161,7 +145,7 @@ def test_delayed_delivery_off_and_auto_topic_creation_off(broker: BrokerProcess,
      "defaultNumPartitions"),
 ])
 def test_bad_input(broker: BrokerProcess, method: str, path: str, body: Any, status: int, words: str) -> None:
-    base = _namespace(broker, "limits/bad")
+    base = make_namespace(broker.admin_url, "limits/bad")
     got, err = call(broker.admin_url, method, base + path, json.dumps(body))
     assert got == status and words in err["reason"], err
     assert call(broker.admin_url, "GET", base + "/backlogQuotaMap") == (200, {})  # nothing stored
@@ -173,8 +157,8 @@ def test_unknown_namespace_404(broker: BrokerProcess) -> None:
 
 
 def test_subscription_dispatch_rate(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "limits/rate")
-    _set(broker, base + "/subscriptionDispatchRate", {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1})
+    base = make_namespace(broker.admin_url, "limits/rate")
+    set_policy(broker.admin_url, base + "/subscriptionDispatchRate", {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1})
     assert call(broker.admin_url, "GET", base + "/subscriptionDispatchRate")[1]["dispatchThrottlingRateInMsg"] == 5
     topic = "persistent://limits/rate/t"
     consumer = client.subscribe(topic, "s")
@@ -192,8 +176,8 @@ def test_subscription_dispatch_rate(broker: BrokerProcess, client: Any) -> None:
 
 
 def test_inactive_topic_policies_delete_idle_topics(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "limits/idle")
-    _set(broker, base + "/inactiveTopicPolicies", {"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
+    base = make_namespace(broker.admin_url, "limits/idle")
+    set_policy(broker.admin_url, base + "/inactiveTopicPolicies", {"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
                                                    "maxInactiveDurationSeconds": 1, "deleteWhileInactive": True})
     listing = "/admin/v2/persistent/limits/idle"
     producer = client.create_producer("persistent://limits/idle/gone", batching_enabled=False)
@@ -216,8 +200,8 @@ def test_backlog_quota_producer_exception_with_pulsar_asyncio(broker: BrokerProc
 
     from tests.conftest import _quiet_logger
 
-    base = _namespace(broker, "quota/async")
-    _set(broker, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
+    base = make_namespace(broker.admin_url, "quota/async")
+    set_policy(broker.admin_url, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
 
     async def run() -> None:
         client = pulsar_asyncio.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())

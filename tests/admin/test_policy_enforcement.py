@@ -5,33 +5,14 @@ dispatchRate and inactiveTopicPolicies, each winning over the namespace's."""
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from typing import Any
 
 import pulsar
 import pytest
 
-from tests.admin.helpers import call
+from tests.admin.helpers import call, make_namespace, set_policy, topic_stats
 from tests.conftest import BrokerProcess, wait_until
-
-
-def _namespace(broker: BrokerProcess, ns: str) -> str:
-    tenant = ns.split("/")[0]
-    call(broker.admin_url, "PUT", f"/admin/v2/tenants/{tenant}", "{}")
-    assert call(broker.admin_url, "PUT", f"/admin/v2/namespaces/{ns}")[0] in (204, 409)
-    return f"/admin/v2/namespaces/{ns}"
-
-
-def _set(broker: BrokerProcess, path: str, body: Any) -> None:
-    status, out = call(broker.admin_url, "POST", path, json.dumps(body))
-    assert status == 204, out
-
-
-def _stats(broker: BrokerProcess, topic: str) -> Any:
-    status, stats = call(broker.admin_url, "GET", "/admin/v2/persistent/" + topic.split("://")[1] + "/stats")
-    assert status == 200, stats
-    return stats
 
 
 def _timed_receive(consumers: list[pulsar.Consumer], count: int) -> tuple[list[bytes], float]:
@@ -52,8 +33,8 @@ def _timed_receive(consumers: list[pulsar.Consumer], count: int) -> tuple[list[b
 
 def test_namespace_dispatch_rate_bounds_the_topic_across_subscriptions(broker: BrokerProcess,
                                                                         client: Any) -> None:
-    base = _namespace(broker, "enforce/rate")
-    _set(broker, base + "/dispatchRate", {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1})
+    base = make_namespace(broker.admin_url, "enforce/rate")
+    set_policy(broker.admin_url, base + "/dispatchRate", {"dispatchThrottlingRateInMsg": 5, "ratePeriodInSecond": 1})
     topic = "persistent://enforce/rate/t"
     a, b = client.subscribe(topic, "a"), client.subscribe(topic, "b")
     producer = client.create_producer(topic, batching_enabled=False)
@@ -67,8 +48,8 @@ def test_namespace_dispatch_rate_bounds_the_topic_across_subscriptions(broker: B
 
 def test_namespace_max_unacked_per_subscription_blocks_all_its_consumers(broker: BrokerProcess,
                                                                           client: Any) -> None:
-    base = _namespace(broker, "enforce/unacked")
-    _set(broker, base + "/maxUnackedMessagesPerSubscription", 6)
+    base = make_namespace(broker.admin_url, "enforce/unacked")
+    set_policy(broker.admin_url, base + "/maxUnackedMessagesPerSubscription", 6)
     topic = "persistent://enforce/unacked/t"
     shared = pulsar.ConsumerType.Shared
     c1 = client.subscribe(topic, "s", consumer_type=shared, receiver_queue_size=100)
@@ -78,7 +59,7 @@ def test_namespace_max_unacked_per_subscription_blocks_all_its_consumers(broker:
         producer.send(str(i).encode())
 
     def blocked() -> bool:
-        sub = _stats(broker, topic)["subscriptions"]["s"]
+        sub = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]
         return bool(sub["blockedSubscriptionOnUnackedMsgs"]) and sub["unackedMessages"] == 6
 
     assert wait_until(blocked, 20)
@@ -87,12 +68,12 @@ def test_namespace_max_unacked_per_subscription_blocks_all_its_consumers(broker:
 
 
 def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "enforce/topic")
+    base = make_namespace(broker.admin_url, "enforce/topic")
     t = "/admin/v2/persistent/enforce/topic"
-    _set(broker, base + "/maxConsumersPerTopic", 5)
+    set_policy(broker.admin_url, base + "/maxConsumersPerTopic", 5)
     assert call(broker.admin_url, "PUT", t + "/capped")[0] == 204
-    _set(broker, t + "/capped/maxConsumers", 1)
-    _set(broker, t + "/capped/maxUnackedMessagesOnConsumer", 4)
+    set_policy(broker.admin_url, t + "/capped/maxConsumers", 1)
+    set_policy(broker.admin_url, t + "/capped/maxUnackedMessagesOnConsumer", 4)
     topic = "persistent://enforce/topic/capped"
     consumer = client.subscribe(topic, "a", consumer_type=pulsar.ConsumerType.Shared)
     with pytest.raises(pulsar.ConsumerBusy):
@@ -102,7 +83,7 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
         producer.send(str(i).encode())
 
     def consumer_blocked() -> bool:
-        c = _stats(broker, topic)["subscriptions"]["a"]["consumers"][0]
+        c = topic_stats(broker.admin_url, topic)["subscriptions"]["a"]["consumers"][0]
         return bool(c["blockedConsumerOnUnackedMsgs"]) and c["unackedMessages"] == 4
 
     assert wait_until(consumer_blocked, 20)
@@ -112,7 +93,7 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
     client.subscribe(topic, "b").close()  # the namespace's 5 again
 
     assert call(broker.admin_url, "PUT", t + "/sub-capped")[0] == 204
-    _set(broker, t + "/sub-capped/maxUnackedMessagesOnSubscription", 3)
+    set_policy(broker.admin_url, t + "/sub-capped/maxUnackedMessagesOnSubscription", 3)
     topic = "persistent://enforce/topic/sub-capped"
     c1 = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
     sub_producer = client.create_producer(topic, batching_enabled=False)
@@ -120,7 +101,7 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
         sub_producer.send(str(i).encode())
 
     def sub_blocked() -> bool:
-        sub = _stats(broker, topic)["subscriptions"]["s"]
+        sub = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]
         return bool(sub["blockedSubscriptionOnUnackedMsgs"]) and sub["unackedMessages"] == 3
 
     assert wait_until(sub_blocked, 20)
@@ -129,18 +110,18 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
 
 
 def test_topic_level_delayed_delivery_and_dispatch_rate(broker: BrokerProcess, client: Any) -> None:
-    base = _namespace(broker, "enforce/flags")
+    base = make_namespace(broker.admin_url, "enforce/flags")
     t = "/admin/v2/persistent/enforce/flags"
-    _set(broker, base + "/delayedDelivery", {"active": True, "tickTime": 1000})
+    set_policy(broker.admin_url, base + "/delayedDelivery", {"active": True, "tickTime": 1000})
     assert call(broker.admin_url, "PUT", t + "/now")[0] == 204
-    _set(broker, t + "/now/delayedDelivery", {"active": False, "tickTime": 1000})
+    set_policy(broker.admin_url, t + "/now/delayedDelivery", {"active": False, "tickTime": 1000})
     consumer = client.subscribe("persistent://enforce/flags/now", "s", consumer_type=pulsar.ConsumerType.Shared)
     client.create_producer("persistent://enforce/flags/now").send(
         b"at once", deliver_after=datetime.timedelta(minutes=10))
     assert consumer.receive(10_000).data() == b"at once"  # the topic's "off" wins
 
     assert call(broker.admin_url, "PUT", t + "/slow")[0] == 204
-    _set(broker, t + "/slow/dispatchRate", {"dispatchThrottlingRateInMsg": 4, "ratePeriodInSecond": 1})
+    set_policy(broker.admin_url, t + "/slow/dispatchRate", {"dispatchThrottlingRateInMsg": 4, "ratePeriodInSecond": 1})
     slow = client.subscribe("persistent://enforce/flags/slow", "s")
     producer = client.create_producer("persistent://enforce/flags/slow", batching_enabled=False)
     for i in range(12):
@@ -151,11 +132,11 @@ def test_topic_level_delayed_delivery_and_dispatch_rate(broker: BrokerProcess, c
 
 
 def test_topic_level_inactive_topic_policy_deletes_only_that_topic(broker: BrokerProcess, client: Any) -> None:
-    _namespace(broker, "enforce/idle")
+    make_namespace(broker.admin_url, "enforce/idle")
     t = "/admin/v2/persistent/enforce/idle"
     for name in ("gone", "kept"):
         assert call(broker.admin_url, "PUT", f"{t}/{name}")[0] == 204
-    _set(broker, t + "/gone/inactiveTopicPolicies",
+    set_policy(broker.admin_url, t + "/gone/inactiveTopicPolicies",
          {"inactiveTopicDeleteMode": "delete_when_no_subscriptions", "maxInactiveDurationSeconds": 1,
           "deleteWhileInactive": True})
     for name in ("gone", "kept"):
