@@ -1,8 +1,12 @@
 # Shared helpers for storage tests (pytest-asyncio is not installed: run coroutines with
-# asyncio.run through `run_with_store`).
+# asyncio.run through `run_with_store`); `run_printing_child` for the kill -9 tests.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -10,6 +14,7 @@ from typing import TypeVar
 from letterbox.storage import Store, SyncMode
 
 T = TypeVar("T")
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def run_with_store(
@@ -34,3 +39,23 @@ def run_with_store(
 def payload(i: int, size: int = 32) -> bytes:
     b = f"entry-{i}-".encode()
     return (b * (size // len(b) + 1))[:size]
+
+
+def run_printing_child(script: str, args: list[str], stop_after: int) -> tuple[list[int], int]:
+    """Run `script` (python -c, this checkout's src first on its path) with `args`; read the
+    entry ids it prints, one a line, until `stop_after` of them or its end, then SIGKILL it.
+    Returns (every id it printed, its return code)."""
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    printed: list[int] = []
+    try:
+        while len(printed) < stop_after:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            printed.append(int(line))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=60)
+    return printed + [int(x) for x in rest.split()], proc.returncode

@@ -2,19 +2,13 @@
 # future resolved; we SIGKILL it midway and check every printed id is on disk.
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from storage_helpers import payload, run_with_store
+from storage_helpers import payload, run_printing_child, run_with_store
 
 from letterbox.storage import Store
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 CHILD = textwrap.dedent(
     """
@@ -54,24 +48,7 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.parametrize("sync", ["full", "normal"])
 def test_sigkill_loses_nothing_acknowledged(tmp_path: Path, sync: str) -> None:
-    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tmp_path), sync],
-        stdout=subprocess.PIPE,
-        env=env,
-    )
-    assert proc.stdout is not None
-    printed: list[int] = []
-    try:
-        while len(printed) < 3000:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            printed.append(int(line))
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=30)
-    printed += [int(x) for x in rest.split()]
+    printed, _ = run_printing_child(CHILD, [str(tmp_path), sync], 3000)
     assert len(printed) >= 3000, "child died early"
 
     async def check(store: Store) -> None:

@@ -3,19 +3,15 @@ appended loses no receipted entry and leaves no payload file that no row names; 
 between a payload file's write and its row's commit leaves no trace of that entry."""
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from storage_helpers import payload, run_with_store
+from storage_helpers import payload, run_printing_child, run_with_store
 
 from letterbox.storage import Store
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 LARGE = 1000
 
 CHILD = textwrap.dedent(
@@ -69,22 +65,9 @@ def data(i: int) -> bytes:
 
 
 def run_child(data_dir: Path, sync: str, kill_at: int, stop_after: int) -> list[int]:
-    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), sync, str(kill_at)],
-                            stdout=subprocess.PIPE, env=env)
-    assert proc.stdout is not None
-    printed: list[int] = []
-    try:
-        while len(printed) < stop_after:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            printed.append(int(line))
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
-    return printed + [int(x) for x in rest.split()]
+    printed, returncode = run_printing_child(CHILD, [str(data_dir), sync, str(kill_at)], stop_after)
+    assert returncode == -signal.SIGKILL
+    return printed
 
 
 def payload_names(data_dir: Path) -> tuple[set[str], set[str]]:
