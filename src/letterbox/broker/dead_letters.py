@@ -45,7 +45,7 @@ from letterbox.protocol.compression import (
 from letterbox.protocol.message_check import needs_expanding, opaque
 
 if TYPE_CHECKING:
-    from letterbox.broker.subscription import Subscription
+    from letterbox.broker.subscription import Cursor, Subscription
     from letterbox.broker.topic import PersistentTopic
     from letterbox.storage.entry import Entry
 
@@ -225,15 +225,22 @@ async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0,
             yield dl
 
 
+def _walk_start(topic: PersistentTopic, start_entry: int) -> tuple[Cursor | None, int]:
+    """The handled subscription's cursor (None before any redrive or purge) and the first
+    entry id a walk of the topic's live dead letters from `start_entry` can find."""
+    sub = handled_subscription(topic, create=False)
+    cursor = sub.cursor if sub is not None else None
+    first = max(start_entry, topic.ledger.first_position.entry_id)
+    if cursor is not None:
+        first = max(first, cursor.mark_delete.entry_id + 1)
+    return cursor, first
+
+
 def _named_entries(topic: PersistentTopic, start_entry: int, ids: frozenset[str]
                    ) -> Iterator[tuple[Entry, frozenset[int]]]:
     """_live_entries restricted to the entries of this topic's ledger that `ids` name."""
-    sub = handled_subscription(topic, create=False)
-    cursor = sub.cursor if sub is not None else None
+    cursor, first = _walk_start(topic, start_entry)
     ledger = topic.ledger
-    first = max(start_entry, ledger.first_position.entry_id)
-    if cursor is not None:
-        first = max(first, cursor.mark_delete.entry_id + 1)
     wanted: set[int] = set()
     for mid in ids:
         parts = mid.split(":")
@@ -249,12 +256,8 @@ def _named_entries(topic: PersistentTopic, start_entry: int, ids: frozenset[str]
 
 def _live_entries(topic: PersistentTopic, start_entry: int) -> Iterator[tuple[Entry, frozenset[int]]]:
     """Entries of the topic not wholly redriven or purged, with their handled batch indexes."""
-    sub = handled_subscription(topic, create=False)
-    cursor = sub.cursor if sub is not None else None
+    cursor, eid = _walk_start(topic, start_entry)
     ledger = topic.ledger
-    eid = max(start_entry, ledger.first_position.entry_id)
-    if cursor is not None:
-        eid = max(eid, cursor.mark_delete.entry_id + 1)
     while eid <= ledger.last_confirmed.entry_id:
         entries = ledger.read_entries(eid, READ_CHUNK)
         if not entries:
