@@ -36,6 +36,16 @@ def _backlog(broker: BrokerProcess, name: str, sub: str) -> int:
     return int(call(broker.admin_url, "GET", P + f"{name}/stats")[1]["subscriptions"][sub]["msgBacklog"])
 
 
+def _receive_and_ack(consumer: Any, count: int) -> list[bytes]:
+    """Receive `count` messages (10 s each at most), acknowledging each: their bodies."""
+    got = []
+    for _ in range(count):
+        msg = consumer.receive(10_000)
+        got.append(msg.data())
+        consumer.acknowledge(msg)
+    return got
+
+
 def _stays_at_the_end(broker: BrokerProcess, consumer: Any, name: str, sub: str) -> None:
     """Nothing more arrives, and the consumer is not disconnected (no reconnect loop)."""
     assert wait_until(lambda: _backlog(broker, name, sub) == 0, timeout=30)
@@ -59,12 +69,7 @@ def test_official_client_reads_to_the_end_of_a_terminated_topic(broker: BrokerPr
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
     status, last = call(broker.admin_url, "POST", P + f"{name}/terminate")
     assert status == 200, last
-    got = []
-    for _ in range(3):
-        msg = consumer.receive(10_000)
-        got.append(msg.data())
-        consumer.acknowledge(msg)
-    assert got == [b"m0", b"m1", b"m2"]
+    assert _receive_and_ack(consumer, 3) == [b"m0", b"m1", b"m2"]
     _stays_at_the_end(broker, consumer, name, "s")
 
     read = []
@@ -78,12 +83,7 @@ def test_official_client_reads_to_the_end_of_a_terminated_topic(broker: BrokerPr
 
     # a consumer connecting to the already terminated topic gets what is left, then the end
     late = client.subscribe(topic, "late")
-    rest = []
-    for _ in range(3):
-        msg = late.receive(10_000)
-        rest.append(msg.data())
-        late.acknowledge(msg)
-    assert rest == [b"m0", b"m1", b"m2"]
+    assert _receive_and_ack(late, 3) == [b"m0", b"m1", b"m2"]
     _stays_at_the_end(broker, late, name, "late")
     with pytest.raises(pulsar.TopicTerminated):
         client.create_producer(topic)
