@@ -8,13 +8,13 @@ import urllib.request
 from typing import Any
 
 
-def call(base: str, method: str, path: str, body: str | None = None) -> tuple[int, Any]:
+def call(base: str, method: str, path: str, body: str | None = None, timeout: float = 10) -> tuple[int, Any]:
     data = body.encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
     if data is not None:
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             status, raw, ctype = resp.status, resp.read(), resp.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
         status, raw, ctype = exc.code, exc.read(), exc.headers.get("Content-Type", "")

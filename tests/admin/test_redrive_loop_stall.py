@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,13 +79,10 @@ def dlq(broker: BrokerProcess) -> Iterator[str]:
 
 
 def long_call(base: str, method: str, path: str, body: Any = None) -> Any:
-    """An admin call that may take minutes on a loaded machine (helpers.call gives up at 10 s)."""
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        assert resp.status == 200
-        raw = resp.read()
-    return json.loads(raw) if raw else None
+    """An admin call that may take minutes on a loaded machine (call's default gives up at 10 s)."""
+    status, answer = call(base, method, path, None if body is None else json.dumps(body), timeout=600)
+    assert status == 200, answer
+    return answer
 
 
 def timed(probe: Probe, base: str, method: str, path: str, body: Any = None) -> tuple[Any, float, float]:
