@@ -293,7 +293,7 @@ def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed("seek needs a message id or a publish time")
     sub.reset_to(target)
     if not sub.durable:
-        sub.sought = True
+        sub.mark_sought()
     # like Pulsar: disconnect the subscription's consumers first, then answer; the
     # client completes its seek once it has re-subscribed at the new position
     for other in list(sub.consumers):

@@ -9,6 +9,7 @@
 #   takes over its read position and replay queue.
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox import failure
@@ -55,6 +56,11 @@ class Cursor(Protocol):
     async def flush(self) -> None: ...
 
 
+# how long a non-durable subscription emptied by a seek waits for its reader to re-subscribe
+# (the official clients do so within their reconnect backoff, 100 ms at first)
+SOUGHT_GRACE_S = 10.0
+
+
 class Subscription:
     def __init__(self, topic: PersistentTopic, name: str, cursor: Cursor, durable: bool) -> None:
         self.topic = topic
@@ -66,7 +72,9 @@ class Subscription:
         self.tracker = RedeliveryTracker(self)
         self.quarantine = KeyQuarantine(self)  # letterbox.dlq.on_key_failure=park
         # non-durable only: a seek closed the consumers, keep the position for their return
+        # (for SOUGHT_GRACE_S at most: a client killed before returning leaves nothing behind)
         self.sought = False
+        self._sought_seq = 0
         # set by consumers' letterbox.* properties; None: the namespace's policy applies
         self.consumer_policy: failure.FailurePolicy | None = None
         self.topic_role = failure.topic_role(str(topic.name))
@@ -76,6 +84,20 @@ class Subscription:
         # a consumer subscribed with read_compacted: reads go through the topic's compacted
         # view up to its horizon (broker/compacted_reads.py)
         self.read_compacted = False
+
+    def mark_sought(self) -> None:
+        """A seek closed this non-durable subscription's consumers: keep it for their return,
+        and drop it if none has come back (and no later seek renewed it) after SOUGHT_GRACE_S."""
+        self.sought = True
+        self._sought_seq += 1
+        seq = self._sought_seq
+        asyncio.get_running_loop().call_later(SOUGHT_GRACE_S, self._drop_if_abandoned, seq)
+
+    def _drop_if_abandoned(self, seq: int) -> None:
+        if seq == self._sought_seq and self.sought and not self.consumers \
+                and self.topic.subscriptions.get(self.name) is self:
+            self.sought = False
+            self.topic.remove_subscription(self.name)
 
     @property
     def redelivery(self) -> RedeliveryTracker:

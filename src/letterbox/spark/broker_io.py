@@ -1,6 +1,6 @@
 # Everything the Spark source and sink say to the broker, through the
 # official `pulsar` client (never a re-implementation of the protocol): topic
-# partitions, the last position of a partition, reading a position range with
+# partitions, the last position of a partition (a Reader: nothing durable), reading a position range with
 # a Reader, and the durable subscription whose cursor follows Spark's commits.
 #
 # Invariant of `read_range`: it yields exactly the messages of the entries in
@@ -216,16 +216,21 @@ class SubscriptionCursor:
             self.consumer.close()
 
 
-def last_position(client: pulsar.Client, topic: str) -> Position:
-    """Offset just past the last entry of a partition topic, via a short-lived probe subscription."""
-    sub = f"letterbox-spark-probe-{time.time_ns()}"
-    consumer = client.subscribe(
-        topic, sub, receiver_queue_size=0, initial_position=pulsar.InitialPosition.Latest
-    )
+def last_position(client: pulsar.Client, topic: str, timeout_ms: int = 5000) -> Position:
+    """Offset just past the last entry of a partition topic, read by a Reader placed on the last
+    message (a non-durable subscription: the broker drops it with the reader or its connection, so
+    a driver killed mid-check leaves nothing behind that would pin retention). EARLIEST when the
+    topic holds no message (none published, or the last ones deleted by retention)."""
+    reader = client.create_reader(topic, pulsar.MessageId.latest, start_message_id_inclusive=True,
+                                  receiver_queue_size=1)
     try:
-        return end_after_last(consumer.get_last_message_id())
-    finally:
+        if not reader.has_message_available():
+            return EARLIEST
         try:
-            consumer.unsubscribe()
-        except pulsar.PulsarException:
-            consumer.close()
+            msg = reader.read_next(timeout_ms)
+        except pulsar.Timeout:
+            return EARLIEST  # announced but not delivered: the last entries were deleted
+        return Position(msg.message_id().ledger_id(), msg.message_id().entry_id() + 1)
+    finally:
+        with contextlib.suppress(pulsar.PulsarException):
+            reader.close()

@@ -204,7 +204,7 @@ def source_lag(progress: Any, source: str, latest: Callable[[str], tuple[int, in
 
 
 class LagProbe:
-    """The source partitions' current ends, asked with the official client (probe subscriptions)."""
+    """The source partitions' current ends, asked with the official client (a Reader each, nothing durable)."""
 
     def __init__(self, service_url: str, auth: Any) -> None:
         self.service_url, self.auth = service_url, auth
