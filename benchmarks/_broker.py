@@ -12,6 +12,7 @@ from pathlib import Path
 PYTHON = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 _LISTEN = re.compile(r"listening on pulsar://([\d.]+):(\d+)")
+_ADMIN = re.compile(r"admin on http://([\d.]+):(\d+)")
 
 
 def cpu_seconds(pid: int, stat_file: str | None = None) -> float | None:
@@ -79,6 +80,12 @@ class Broker:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"broker did not start within {timeout}s; see {self.log}")
+
+    def admin_url(self) -> str:
+        """The started broker's admin API base URL (http://host:port), read from its log."""
+        m = _ADMIN.search(self.log.read_text(errors="replace"))
+        assert m, "admin port not found in the broker log"
+        return f"http://{m.group(1)}:{m.group(2)}"
 
     @property
     def pid(self) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import tempfile
 import time
@@ -23,7 +22,6 @@ import pulsar
 from _broker import Broker
 
 P = "/admin/v2/persistent/public/default/"
-_ADMIN = re.compile(r"admin on http://([\d.]+):(\d+)")
 
 
 def _call(base: str, method: str, path: str) -> Any:
@@ -75,9 +73,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lb-compaction-"))
     try:
         with Broker(tmp / "data", sync=args.sync).start() as broker:
-            m = _ADMIN.search(broker.log.read_text(errors="replace"))
-            assert m, "admin port not found in the broker log"
-            row = run(f"http://{m.group(1)}:{m.group(2)}", broker.url, args.messages, args.keys)
+            row = run(broker.admin_url(), broker.url, args.messages, args.keys)
         print("| messages | keys | compaction seconds | msg/s compacted | compacted reader, whole view (s) |")
         print("|---|---|---|---|---|")
         print(f"| {row['messages']} | {row['keys']} | {row['seconds']} | {row['msg_per_s']} | "

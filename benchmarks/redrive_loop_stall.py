@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import tempfile
 import threading
@@ -26,8 +25,6 @@ from typing import Any
 
 from _broker import Broker
 from redrive_subscription import P, backlog, call, prepare
-
-_ADMIN = re.compile(r"admin on http://([\d.]+):(\d+)")
 
 
 class Probe(threading.Thread):
@@ -66,9 +63,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lb-stall-"))
     try:
         with Broker(tmp / "data", sync=args.sync).start() as broker:
-            m = _ADMIN.search(broker.log.read_text(errors="replace"))
-            assert m, "admin port not found in the broker log"
-            base = f"http://{m.group(1)}:{m.group(2)}"
+            base = broker.admin_url()
             t0 = time.perf_counter()
             prepare(base, broker.url, "stall", args.messages, 1)
             print(f"prepared {args.messages} dead letters in {time.perf_counter() - t0:.1f} s", flush=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import tempfile
 import time
@@ -25,7 +24,6 @@ import pulsar
 from _broker import Broker
 
 P = "/admin/v2/persistent/public/default"
-_ADMIN = re.compile(r"admin on http://([\d.]+):(\d+)")
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -105,9 +103,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lb-redrive-"))
     try:
         with Broker(tmp / "data", sync=args.sync).start() as broker:
-            m = _ADMIN.search(broker.log.read_text(errors="replace"))
-            assert m, "admin port not found in the broker log"
-            base = f"http://{m.group(1)}:{m.group(2)}"
+            base = broker.admin_url()
             rows = [run(base, broker.url, mode, args.messages, args.subscriptions)
                     for mode in ("plain", "subscription-only", "task")]
         print(f"| mode | messages | seconds | msg/s | other subscriptions' backlog grew by "
