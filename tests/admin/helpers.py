@@ -1,5 +1,5 @@
 """A tiny urllib client for the admin API: returns (status, parsed JSON or text); and the
-few calls the policy tests make again and again (namespace, policy, topic stats)."""
+few calls the policy tests make again and again (namespace, policy, topic stats, blocked)."""
 from __future__ import annotations
 
 import json
@@ -53,3 +53,15 @@ def topic_stats(base: str, topic: str) -> Any:
     status, stats = call(base, "GET", "/admin/v2/persistent/" + topic.split("://")[1] + "/stats")
     assert status == 200, stats
     return stats
+
+
+def subscription_blocked_at(base: str, topic: str, sub: str, unacked: int) -> bool:
+    """The subscription is blocked on unacked messages, with exactly `unacked` of them."""
+    stats = topic_stats(base, topic)["subscriptions"][sub]
+    return bool(stats["blockedSubscriptionOnUnackedMsgs"]) and stats["unackedMessages"] == unacked
+
+
+def consumer_blocked_at(base: str, topic: str, sub: str, unacked: int) -> bool:
+    """The subscription's first consumer is blocked on unacked messages, with exactly `unacked`."""
+    stats = topic_stats(base, topic)["subscriptions"][sub]["consumers"][0]
+    return bool(stats["blockedConsumerOnUnackedMsgs"]) and stats["unackedMessages"] == unacked

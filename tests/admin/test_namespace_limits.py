@@ -12,7 +12,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from tests.admin.helpers import call, make_namespace, set_policy, topic_stats
+from tests.admin.helpers import call, consumer_blocked_at, make_namespace, set_policy, topic_stats
 from tests.conftest import BrokerProcess, wait_until
 
 
@@ -107,11 +107,7 @@ def test_max_unacked_per_consumer_namespace_policy(broker: BrokerProcess, client
     for i in range(20):
         producer.send(str(i).encode())
 
-    def blocked() -> bool:
-        c = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]["consumers"][0]
-        return bool(c["blockedConsumerOnUnackedMsgs"]) and c["unackedMessages"] == 5
-
-    assert wait_until(blocked)
+    assert wait_until(lambda: consumer_blocked_at(broker.admin_url, topic, "s", 5))
     for _ in range(20):
         consumer.acknowledge(consumer.receive(10_000))
 

@@ -11,7 +11,13 @@ from typing import Any
 import pulsar
 import pytest
 
-from tests.admin.helpers import call, make_namespace, set_policy, topic_stats
+from tests.admin.helpers import (
+    call,
+    consumer_blocked_at,
+    make_namespace,
+    set_policy,
+    subscription_blocked_at,
+)
 from tests.conftest import BrokerProcess, wait_until
 
 
@@ -58,11 +64,7 @@ def test_namespace_max_unacked_per_subscription_blocks_all_its_consumers(broker:
     for i in range(30):
         producer.send(str(i).encode())
 
-    def blocked() -> bool:
-        sub = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]
-        return bool(sub["blockedSubscriptionOnUnackedMsgs"]) and sub["unackedMessages"] == 6
-
-    assert wait_until(blocked, 20)
+    assert wait_until(lambda: subscription_blocked_at(broker.admin_url, topic, "s", 6), 20)
     got, _elapsed = _timed_receive([c1, c2], 30)  # acknowledging unblocks it
     assert sorted(got, key=int) == [str(i).encode() for i in range(30)]
 
@@ -82,11 +84,7 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
     for i in range(12):
         producer.send(str(i).encode())
 
-    def consumer_blocked() -> bool:
-        c = topic_stats(broker.admin_url, topic)["subscriptions"]["a"]["consumers"][0]
-        return bool(c["blockedConsumerOnUnackedMsgs"]) and c["unackedMessages"] == 4
-
-    assert wait_until(consumer_blocked, 20)
+    assert wait_until(lambda: consumer_blocked_at(broker.admin_url, topic, "a", 4), 20)
     got, _elapsed = _timed_receive([consumer], 12)
     assert sorted(got, key=int) == [str(i).encode() for i in range(12)]
     assert call(broker.admin_url, "DELETE", t + "/capped/maxConsumers")[0] == 204
@@ -100,11 +98,7 @@ def test_topic_level_limits_win_over_the_namespace(broker: BrokerProcess, client
     for i in range(10):
         sub_producer.send(str(i).encode())
 
-    def sub_blocked() -> bool:
-        sub = topic_stats(broker.admin_url, topic)["subscriptions"]["s"]
-        return bool(sub["blockedSubscriptionOnUnackedMsgs"]) and sub["unackedMessages"] == 3
-
-    assert wait_until(sub_blocked, 20)
+    assert wait_until(lambda: subscription_blocked_at(broker.admin_url, topic, "s", 3), 20)
     got, _elapsed = _timed_receive([c1], 10)
     assert len(got) == 10
 
