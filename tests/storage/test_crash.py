@@ -12,36 +12,11 @@ from letterbox.storage import Store
 
 CHILD = textwrap.dedent(
     """
-    import asyncio, sys
+    import sys
     from pathlib import Path
-    from letterbox.storage import Store
+    from storage_helpers import append_printing_receipts, payload
 
-    def payload(i):
-        b = f"entry-{i}-".encode()
-        return (b * (200 // len(b) + 1))[:200]
-
-    async def main():
-        store = Store(Path(sys.argv[1]), sync=sys.argv[2])
-        await store.start()
-        led = store.open_ledger("crash")
-        cur = led.open_cursor("sub", "earliest")
-        led.open_cursor("hold", "earliest")  # never acks: nothing gets trimmed
-        out = sys.stdout
-        def done(fut):
-            out.write(f"{fut.result().entry_id}\\n")
-            out.flush()
-        i = 0
-        while True:
-            futs = []
-            for _ in range(50):
-                f = led.append(payload(i), 1, i, producer_name="p", sequence_id=i)
-                f.add_done_callback(done)
-                futs.append(f)
-                i += 1
-            await asyncio.gather(*futs)
-            cur.ack([i - 50])
-
-    asyncio.run(main())
+    append_printing_receipts(Path(sys.argv[1]), sys.argv[2], lambda i: payload(i, 200), 50, ack_each_batch=True)
     """
 )
 

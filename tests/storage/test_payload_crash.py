@@ -16,15 +16,13 @@ LARGE = 1000
 
 CHILD = textwrap.dedent(
     """
-    import asyncio, os, signal, sys
+    import os, signal, sys
     from pathlib import Path
-    from letterbox.storage import Store
     from letterbox.storage.payload_files import PayloadFiles
+    from storage_helpers import append_printing_receipts, payload
 
     def data(i):
-        b = f"entry-{i}-".encode()
-        size = 4000 if i % 3 else 200  # two of three are large (>= 1,000 bytes)
-        return (b * (size // len(b) + 1))[:size]
+        return payload(i, 4000 if i % 3 else 200)  # two of three are large (>= 1,000 bytes)
 
     kill_at = int(sys.argv[3])
     if kill_at >= 0:  # die right after this entry's payload file is durable
@@ -36,26 +34,7 @@ CHILD = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
         PayloadFiles.write = write
 
-    async def main():
-        store = Store(Path(sys.argv[1]), sync=sys.argv[2], large_payload_bytes=1000)
-        await store.start()
-        led = store.open_ledger("crash")
-        led.open_cursor("hold", "earliest")  # never acks: nothing gets trimmed
-        out = sys.stdout
-        def done(fut):
-            out.write(f"{fut.result().entry_id}\\n")
-            out.flush()
-        i = 0
-        while True:
-            futs = []
-            for _ in range(20):
-                f = led.append(data(i), 1, i, producer_name="p", sequence_id=i)
-                f.add_done_callback(done)
-                futs.append(f)
-                i += 1
-            await asyncio.gather(*futs)
-
-    asyncio.run(main())
+    append_printing_receipts(Path(sys.argv[1]), sys.argv[2], data, 20, large_payload_bytes=1000)
     """
 )
 
