@@ -6,7 +6,9 @@
 # subscription, not one per partition); a dead letter topic is never given a
 # dead letter topic of its own (failure.naming.dead_letter_target). The
 # stamps are the failure core's table. A DLQ topic keeps its messages even
-# with no subscription (topics without cursors are never trimmed).
+# with no subscription (topics without cursors are never trimmed). A terminated
+# DLQ takes nothing: the move is refused (NotAllowed naming it) and the messages
+# stay unacknowledged in the source subscription, as with Pulsar's DLQ producer.
 # The stamps' counts and delivery times come from the subscription's
 # persisted delivery state (storage/delivery_state.py), and so does the
 # attempt log a dead letter carries (DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION:
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from letterbox import failure
 from letterbox.broker.moved_entry import build_raw_moved_entry, prepare_moved_append
+from letterbox.broker.redrive_targets import terminated_refusal
 from letterbox.errors import NotAllowed
 from letterbox.failure import PolicyError, dead_letter_target
 from letterbox.message_properties import (
@@ -32,6 +35,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
+    from letterbox.broker.service import BrokerService
     from letterbox.broker.subscription import Subscription
     from letterbox.storage.entry import Entry
 
@@ -93,6 +97,7 @@ async def move_to_dead_letter(
     cursor = sub.cursor
     if not isinstance(cursor, ManagedCursor):
         raise NotAllowed("only durable subscriptions dead-letter on the broker")
+    _refuse_terminated(service, target_name)  # the messages stay unacknowledged (redelivered)
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
     moved_ids: list[int] = []
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
@@ -137,6 +142,7 @@ async def move_to_dead_letter(
             return 0
         txn.ack(cursor, moved_ids)
         sub.quarantine.record_poison(txn, cursor, reason, target_name, poisoned)
+        _refuse_terminated(service, target_name)  # terminated while this move waited
         try:
             await txn.commit()
         except StorageError as exc:
@@ -148,3 +154,11 @@ async def move_to_dead_letter(
     service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
     log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
     return moved
+
+
+def _refuse_terminated(service: BrokerService, target: TopicName) -> None:
+    """A terminated dead letter topic takes nothing (Pulsar's DLQ producer gets TopicTerminated):
+    NotAllowed naming it, before anything is written."""
+    why = terminated_refusal(service, target, "dead letter topic")
+    if why is not None:
+        raise NotAllowed(why)

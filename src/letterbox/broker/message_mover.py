@@ -10,7 +10,8 @@
 # Only the one message (batch index) is moved and acknowledged; its siblings
 # in a batch stay where they are. The target may be the source topic itself
 # (a retry of a message already on the retry topic): the message is appended
-# anew, with its delay, and the old copy acknowledged.
+# anew, with its delay, and the old copy acknowledged. A terminated target takes
+# nothing: NotAllowed naming it (the route's 412), the message stays put.
 from __future__ import annotations
 
 import logging
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.dead_letter_router import dead_letter_stamps
 from letterbox.broker.moved_entry import prepare_moved_append
+from letterbox.broker.redrive_targets import terminated_refusal
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.failure import MAX_DELAY_MS
 from letterbox.message_properties import origin_message_id
@@ -70,6 +72,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     eid = req.entry_id
     if eid >= source.ledger.next_entry_id or eid < 0:
         raise TopicNotFound(f"message {eid} does not exist on {source.name}")
+    _refuse_terminated(sub, req.target)
     target = service.persistent_topic(req.target, create=True)
     if req.initial_subscription and req.initial_subscription not in target.subscriptions:
         target.subscription_for(req.initial_subscription, True, "earliest", None)
@@ -112,6 +115,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
             txn.ack(cursor, [eid])
         if req.dead_letter_reason:  # a terminate may poison its key (ordered quarantine)
             sub.quarantine.record_poison(txn, cursor, req.dead_letter_reason, req.target, [(entry, dlq_entry_id)])
+        _refuse_terminated(sub, req.target)  # terminated while this move waited
         try:
             await txn.commit()
         except StorageError as exc:
@@ -126,3 +130,11 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     new_id = origin_message_id(pos.ledger_id, pos.entry_id, req.target.partition_index, -1)
     log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)
     return MoveResult(moved=True, message_id=new_id)
+
+
+def _refuse_terminated(sub: Subscription, target: TopicName) -> None:
+    """A terminated target takes nothing (a producer would get TopicTerminated): NotAllowed
+    naming it, and the message stays unacknowledged in `sub`."""
+    why = terminated_refusal(sub.topic.service, target, "move target")
+    if why is not None:
+        raise NotAllowed(why)

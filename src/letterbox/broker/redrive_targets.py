@@ -119,15 +119,22 @@ def is_terminated(service: BrokerService, name: TopicName) -> bool:
     return topic_termination.load(service.store, name) is not None
 
 
+def terminated_refusal(service: BrokerService, name: TopicName, what: str) -> str | None:
+    """Why nothing may be appended to `name` (`what` names its role: redrive target, dead letter
+    topic, move target), or None: a terminated topic takes no more messages, as from a producer
+    (TopicTerminated). Shared by redrive and the broker-side moves (dead letters, retries)."""
+    if is_terminated(service, name):
+        return f"{what} {name} is terminated: it takes no more messages"
+    return None
+
+
 def target_refusal(service: BrokerService, name: TopicName) -> str | None:
     """Why a (plain) redrive may not append to `name`, or None: a producer could not either."""
     partitions = service.partitions_of(name)
     if partitions > 0:
         return (f"redrive target {name} is a partitioned topic ({partitions} partitions): redrive to one "
                 f"of its partitions ({name}-partition-<i>) as the target")
-    if is_terminated(service, name):
-        return f"redrive target {name} is terminated: it takes no more messages"
-    return None
+    return terminated_refusal(service, name, "redrive target")
 
 
 def target_topic(service: BrokerService, target: SubscriptionTarget) -> PersistentTopic:

@@ -1,0 +1,100 @@
+"""A terminated dead letter (or retry) topic takes nothing: a broker-side dead-letter move, like
+Pulsar's client-side DLQ producer (TopicTerminated), leaves the message in the source subscription
+-- not lost, not appended past the DLQ's fixed end -- and says so once in the log and in
+letterbox_move_storage_failures_total; the move route answers 412 naming the terminated target."""
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+import pulsar
+
+from tests.conftest import BrokerProcess, wait_until
+
+MAX_REDELIVERIES = 2
+
+
+def _http(broker: BrokerProcess, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(broker.admin_url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def _path(topic: str) -> str:
+    return "/admin/v2/" + topic.replace("persistent://", "persistent/")
+
+
+def _failures(broker: BrokerProcess, operation: str) -> int:
+    with urllib.request.urlopen(broker.admin_url + "/metrics", timeout=30) as r:
+        text = r.read().decode()
+    m = re.search(r'^letterbox_move_storage_failures_total\{[^}]*operation="' + operation + r'"[^}]*\} (\d+)',
+                  text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def _stored(client: pulsar.Client, topic: str) -> list[bytes]:
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    out = []
+    try:
+        while reader.has_message_available():
+            out.append(reader.read_next(10_000).data())
+    finally:
+        reader.close()
+    return out
+
+
+def test_max_redeliveries_into_a_terminated_dlq_keeps_the_message(broker_factory: Any) -> None:
+    broker = broker_factory().start()
+    client = pulsar.Client(broker.url, operation_timeout_seconds=30)
+    try:
+        topic = f"persistent://public/default/term-dlq-{uuid.uuid4().hex[:8]}"
+        dlq = f"{topic}-work-DLQ"
+        client.create_producer(dlq).send(b"earlier dead letter")
+        status, _ = _http(broker, "POST", _path(dlq) + "/terminate")
+        assert status == 200
+        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                    properties={"letterbox.dlq.max_redeliveries": str(MAX_REDELIVERIES)},
+                                    initial_position=pulsar.InitialPosition.Earliest,
+                                    negative_ack_redelivery_delay_ms=20)
+        producer = client.create_producer(topic, batching_enabled=False)
+        sent = producer.send(b"poison")
+        # past max redeliveries the broker tries the DLQ, is refused, and the message comes back
+        deliveries = 0
+        while deliveries < MAX_REDELIVERIES + 4:
+            msg = consumer.receive(30_000)
+            assert msg.data() == b"poison"
+            deliveries += 1
+            consumer.negative_acknowledge(msg)
+        assert wait_until(lambda: _failures(broker, "dead_letter") >= 1, timeout=30, interval=0.2)
+        assert _stored(client, dlq) == [b"earlier dead letter"]  # nothing past the DLQ's end
+        refusals = [line for line in broker.log().splitlines() if "is terminated" in line and dlq in line]
+        assert len(refusals) == 1, refusals  # said once, not once per redelivery
+        # the move route: a clear 412 naming the terminated target; the message stays put
+        msg = consumer.receive(30_000)
+        mid = f"{sent.ledger_id()}:{sent.entry_id()}"
+        for target in (dlq, f"{topic}-work-RETRY"):
+            if target.endswith("RETRY"):
+                client.create_producer(target).close()
+                assert _http(broker, "POST", _path(target) + "/terminate")[0] == 200
+            status, body = _http(broker, "POST", _path(topic) + "/subscription/work/letterbox/move",
+                                 {"messageId": mid, "target": target})
+            assert status == 412, body
+            assert target in body["reason"] and "terminated" in body["reason"], body
+        assert _stored(client, dlq) == [b"earlier dead letter"]
+        consumer.acknowledge(msg)  # still ours to acknowledge: it was never lost
+        subs = _http(broker, "GET", _path(topic) + "/stats")[1]["subscriptions"]
+        assert wait_until(lambda: _http(broker, "GET", _path(topic) + "/stats")[1]["subscriptions"]["work"]
+                          ["msgBacklog"] == 0, timeout=30, interval=0.2), subs
+    finally:
+        client.close()
+        broker.stop()
