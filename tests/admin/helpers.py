@@ -8,11 +8,15 @@ import urllib.request
 from typing import Any
 
 
-def call(base: str, method: str, path: str, body: str | None = None, timeout: float = 10) -> tuple[int, Any]:
+def call(base: str, method: str, path: str, body: str | None = None, timeout: float = 10,
+         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """`headers` are sent as given (a Content-Type among them replaces the JSON default)."""
     data = body.encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
     if data is not None:
         req.add_header("Content-Type", "application/json")
+    for name, value in (headers or {}).items():
+        req.add_header(name, value)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             status, raw, ctype = resp.status, resp.read(), resp.headers.get("Content-Type", "")

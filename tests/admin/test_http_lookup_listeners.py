@@ -7,9 +7,6 @@ URL it is answered the internal listener."""
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +14,7 @@ from typing import Any
 import pulsar
 import pytest
 
+from tests.admin.helpers import call
 from tests.cli.helpers import closed_port
 from tests.conftest import BrokerProcess, _quiet_logger
 
@@ -38,14 +36,8 @@ def listened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerP
 
 
 def lookup(b: BrokerProcess, query: str = "", header: str | None = None) -> tuple[int, Any]:
-    req = urllib.request.Request(b.admin_url + LOOKUP + query)
-    if header is not None:
-        req.add_header("X-Pulsar-ListenerName", header)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    return call(b.admin_url, "GET", LOOKUP + query,
+                headers=None if header is None else {"X-Pulsar-ListenerName": header})
 
 
 def test_http_lookup_answers_the_named_listener(listened: tuple[BrokerProcess, int, int]) -> None:

@@ -8,26 +8,20 @@ cross-site) are now refused with 403; the console's own calls (same origin) and 
 that send no Origin (CLI, pulsar-admin, curl, the official clients) are not affected."""
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
 import pulsar
 
+from tests.admin.helpers import call
 from tests.conftest import BrokerProcess, _quiet_logger
 
 P = "/admin/v2/persistent/public/default"
 
 
 def post(base: str, path: str, body: str, headers: dict[str, str]) -> tuple[int, Any]:
-    req = urllib.request.Request(base + path, data=body.encode(), method="POST", headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
+    """A POST with exactly these headers (what a browser would send)."""
+    return call(base, "POST", path, body, timeout=30, headers=headers)
 
 
 def test_cross_site_writes_are_refused(broker: BrokerProcess) -> None:
