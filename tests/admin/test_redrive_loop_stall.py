@@ -15,7 +15,7 @@ import pytest
 
 from tests.admin.helpers import call
 from tests.admin.redrive_helpers import P, T, backlog
-from tests.conftest import BrokerProcess
+from tests.conftest import BrokerProcess, wait_until
 
 N = 30_000
 TOPIC = "stall"
@@ -70,9 +70,7 @@ def dlq(broker: BrokerProcess) -> Iterator[str]:
             "REAL_TOPIC": T + TOPIC, "ORIGIN_MESSAGE_ID": f"1:{i}:-1:-1", "DEAD_LETTER_REASON": "expired",
             "DEAD_LETTER_SUBSCRIPTION": "S1", "DEAD_LETTER_TIME": str(int(time.time() * 1000))})
     producer.flush()
-    deadline = time.monotonic() + 120
-    while len(results) < N and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_until(lambda: len(results) >= N, timeout=120, interval=0.05)
     assert len(results) == N and all(r == pulsar.Result.Ok for r in results)
     client.close()
     yield DLQ
