@@ -23,12 +23,14 @@ def test_attempts_of_an_acked_message_do_not_stall_the_broker(broker: BrokerProc
     producer = client.create_producer(topic, batching_enabled=False)
     mid = producer.send(b"fine")
     consumer.acknowledge(consumer.receive(10_000))
-    # a large dead letter topic of the subscription, none of them this message's
+    # a large dead letter topic, none of them this subscription's dead letter of this message:
+    # dead letters of the same message id made by another subscription, so the lookup (which
+    # opens only the entries holding the id's bytes) must open and decode every one of them
     dlq = client.create_producer(f"{topic}-work-DLQ", batching_enabled=True, batching_max_messages=1000,
                                  batching_max_publish_delay_ms=50)
     for i in range(DEAD_LETTERS):
-        dlq.send_async(b"d" * 50, None, properties={"DEAD_LETTER_SUBSCRIPTION": "work",
-                                                    "ORIGIN_MESSAGE_ID": f"999:{i}:-1:-1"})
+        dlq.send_async(b"d" * 50, None, properties={"DEAD_LETTER_SUBSCRIPTION": f"other-{i}",
+                                                    "ORIGIN_MESSAGE_ID": f"{mid.ledger_id()}:{mid.entry_id()}:-1:-1"})
     dlq.flush()
     path = (f"/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/subscription/work/letterbox/"
             f"attempts/{mid.ledger_id()}:{mid.entry_id()}:-1:-1")

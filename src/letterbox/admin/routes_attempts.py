@@ -12,8 +12,8 @@
 # the rest). A message still unacknowledged answers from the subscription's
 # log; one that was dead-lettered from this subscription answers from its
 # dead letter's DELIVERY_ATTEMPTS (a scan of the dead letter topic's live
-# messages, which gives the event loop back every SCAN_YIELD_EVERY dead
-# letters); otherwise the list is empty. A partitioned topic is answered
+# messages that opens only the entries holding the id's bytes, and gives the
+# event loop back every SCAN_YIELD_EVERY dead letters); otherwise the list is empty. A partitioned topic is answered
 # from the partition the id names.
 # POST is what letterbox.client consumers call before each nack (the wire
 # carries no reason, and cannot tell a nack from an ack timeout): the broker
@@ -129,7 +129,8 @@ class AttemptRoutes:
             return None
         prefix = mid.rsplit(":", 1)[0] + ":"
         seen = 0
-        async for dl in live_dead_letters_async(service.persistent_topic(dlq, create=False)):
+        dlq_topic = service.persistent_topic(dlq, create=False)
+        async for dl in live_dead_letters_async(dlq_topic, containing=prefix.encode()):
             seen += 1
             if seen % SCAN_YIELD_EVERY == 0:  # a whole-topic scan: let the broker's other work run
                 await asyncio.sleep(0)

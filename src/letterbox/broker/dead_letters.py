@@ -199,12 +199,16 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
 
 
 async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0,
-                                  only_ids: frozenset[str] | None = None) -> AsyncGenerator[DeadLetter, None]:
+                                  only_ids: frozenset[str] | None = None,
+                                  containing: bytes | None = None) -> AsyncGenerator[DeadLetter, None]:
     """live_dead_letters for the admin views and the redrive's scans: an entry that
     expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
     back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop.
     `only_ids` (message ids ledger:entry:partition:batch): only the entries they name are
-    read, not the whole topic (the messages of those entries are all yielded)."""
+    read, not the whole topic (the messages of those entries are all yielded).
+    `containing`: entries whose properties are stored in plain bytes (not a compressed
+    or encrypted batch) and do not contain these bytes are not opened: a lookup of one
+    property value (an ORIGIN_MESSAGE_ID) costs a byte search per entry, not a decode."""
     partition = topic.name.partition_index
     limit = topic.service.config.max_message_size
     since = time.perf_counter()
@@ -214,15 +218,26 @@ async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0,
             await asyncio.sleep(0)
             since = time.perf_counter()
         try:
-            large = needs_expanding(parse_entry_metadata(entry.data)) > OFF_LOOP_BYTES
+            meta = parse_entry_metadata(entry.data)
         except MalformedFrame:
-            large = False  # entry_messages reports it
-        if large:
+            meta = None  # entry_messages reports it
+        if containing is not None and meta is not None and _plain_properties(meta) \
+                and containing not in entry.data:
+            continue
+        if meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES:
             messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit)
         else:
             messages = entry_messages(entry, partition, skip, limit)
         for dl in messages:
             yield dl
+
+
+def _plain_properties(meta: pb.MessageMetadata) -> bool:
+    """Whether every message property of the entry is stored as plain bytes in it: a single
+    message (its metadata), or a batch neither compressed nor encrypted nor chunked."""
+    if not meta.HasField("num_messages_in_batch"):
+        return True
+    return meta.compression == pb.NONE and not opaque(meta)
 
 
 def _walk_start(topic: PersistentTopic, start_entry: int) -> tuple[Cursor | None, int]:
