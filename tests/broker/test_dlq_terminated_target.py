@@ -98,3 +98,36 @@ def test_max_redeliveries_into_a_terminated_dlq_keeps_the_message(broker_factory
     finally:
         client.close()
         broker.stop()
+
+
+def test_parking_behind_a_poisoned_key_into_a_terminated_dlq_is_counted(broker_factory: Any) -> None:
+    """A key poisoned before its DLQ was terminated: the messages parked behind it cannot be
+    moved either; they stay in the subscription and the refusals are counted."""
+    broker = broker_factory().start()
+    client = pulsar.Client(broker.url, operation_timeout_seconds=30)
+    try:
+        topic = f"persistent://public/default/term-park-{uuid.uuid4().hex[:8]}"
+        dlq = f"{topic}-s-DLQ"
+        consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover,
+                                    properties={"letterbox.dlq.max_redeliveries": str(MAX_REDELIVERIES),
+                                                "letterbox.dlq.on_key_failure": "park"},
+                                    initial_position=pulsar.InitialPosition.Earliest,
+                                    negative_ack_redelivery_delay_ms=20)
+        producer = client.create_producer(topic, batching_enabled=False)
+        producer.send(b"A1", partition_key="A")
+        while True:  # A1 fails until the broker dead-letters it and poisons key A
+            try:
+                consumer.negative_acknowledge(consumer.receive(5_000))
+            except pulsar.Timeout:
+                break
+        assert _stored(client, dlq) == [b"A1"]
+        assert _http(broker, "POST", _path(dlq) + "/terminate")[0] == 200
+        before = _failures(broker, "dead_letter")
+        producer.send(b"A2", partition_key="A")  # parked behind A1: a move into the terminated DLQ
+        assert wait_until(lambda: _failures(broker, "dead_letter") > before, timeout=60, interval=0.2)
+        assert _stored(client, dlq) == [b"A1"]
+        backlog = _http(broker, "GET", _path(topic) + "/stats")[1]["subscriptions"]["s"]["msgBacklog"]
+        assert backlog == 1  # A2 is still the subscription's
+    finally:
+        client.close()
+        broker.stop()

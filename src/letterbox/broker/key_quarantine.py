@@ -44,6 +44,7 @@ from letterbox.message_properties import (
     origin_message_id,
 )
 from letterbox.protocol import MalformedFrame, parse_entry_metadata
+from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
@@ -302,7 +303,10 @@ class KeyQuarantine:
                 await move_to_dead_letter(sub, run, REASON_PARKED_BEHIND, dl.dead_letter_topic,
                                           dl.initial_subscription_name,
                                           stamps={PARKED_BEHIND: self._origin(src)})
-            except Exception as exc:  # counted and logged by the move; try again
+            except Exception as exc:  # a storage failure is counted and logged by the move; try again
+                if not isinstance(exc, StorageError):  # e.g. a terminated DLQ: counted and logged here
+                    sub.topic.service.storage_failed("dead_letter", exc, f"{n} parked entries of "
+                                                     f"{sub.topic.name}/{sub.name}")
                 log.debug("parking %d entries of %s/%s failed: %s", n, sub.topic.name, sub.name, exc)
                 await sub.topic.service.clock.sleep(RETRY_S)
                 continue
