@@ -28,11 +28,13 @@ def publish(client: pulsar.Client, topic: str, bodies: list[bytes]) -> list[puls
         producer.close()
 
 
-def drain(receive: object, timeout_ms: int = 700) -> list[bytes]:
+def drain(receive: object, timeout_ms: int = 700, expect: int = 0) -> list[bytes]:
+    """Everything `receive` gives until `timeout_ms` of silence; the first `expect` messages
+    get 10 s each (after a seek the consumer reconnects first, slow on a loaded machine)."""
     out = []
     while True:
         try:
-            out.append(receive(timeout_ms).data())  # type: ignore[operator]
+            out.append(receive(10_000 if len(out) < expect else timeout_ms).data())  # type: ignore[operator]
         except pulsar.Timeout:
             return out
 
@@ -64,16 +66,16 @@ def _seek_by_time_after_seeks_by_id(client: pulsar.Client) -> None:
     publish(client, topic, [b"l0", b"l1"])
     consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
     try:
-        assert drain(consumer.receive) == [b"e0", b"e1", b"e2", b"l0", b"l1"]
+        assert drain(consumer.receive, expect=5) == [b"e0", b"e1", b"e2", b"l0", b"l1"]
         consumer.seek(early[0])  # by id: resumes after e0
-        assert drain(consumer.receive) == [b"e1", b"e2", b"l0", b"l1"]
+        assert drain(consumer.receive, expect=4) == [b"e1", b"e2", b"l0", b"l1"]
         consumer.seek(early[2])
-        assert drain(consumer.receive) == [b"l0", b"l1"]
+        assert drain(consumer.receive, expect=2) == [b"l0", b"l1"]
         consumer.seek(mark)  # by time: the first message published at or after it
-        assert drain(consumer.receive) == [b"l0", b"l1"]
+        assert drain(consumer.receive, expect=2) == [b"l0", b"l1"]
         consumer.seek(early[1])
         consumer.seek(0)
-        assert drain(consumer.receive) == [b"e0", b"e1", b"e2", b"l0", b"l1"]
+        assert drain(consumer.receive, expect=5) == [b"e0", b"e1", b"e2", b"l0", b"l1"]
     finally:
         consumer.close()
 
@@ -83,10 +85,10 @@ def test_reader_seek_earliest_after_reading(client: pulsar.Client) -> None:
     publish(client, topic, [b"0", b"1", b"2"])
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
     try:
-        assert drain(reader.read_next) == [b"0", b"1", b"2"]
+        assert drain(reader.read_next, expect=3) == [b"0", b"1", b"2"]
         reader.seek(pulsar.MessageId.earliest)
         assert reader.has_message_available()
-        assert drain(reader.read_next) == [b"0", b"1", b"2"]
+        assert drain(reader.read_next, expect=3) == [b"0", b"1", b"2"]
     finally:
         reader.close()
 
@@ -122,18 +124,18 @@ def test_has_message_available_after_seek_latest_and_publish(client: pulsar.Clie
         assert not reader.has_message_available()
         reader.seek(pulsar.MessageId.earliest)
         assert reader.has_message_available()
-        assert drain(reader.read_next) == [b"0", b"1", b"new"]
+        assert drain(reader.read_next, expect=3) == [b"0", b"1", b"new"]
     finally:
         producer.close()
         reader.close()
 
 
 def test_seek_and_readers_with_pulsar_asyncio(broker: BrokerProcess) -> None:
-    async def drain_async(read: object, timeout: float = 0.7) -> list[bytes]:
+    async def drain_async(read: object, timeout: float = 0.7, expect: int = 0) -> list[bytes]:
         out = []
         while True:
             try:
-                msg = await asyncio.wait_for(read(), timeout)  # type: ignore[operator]
+                msg = await asyncio.wait_for(read(), 10 if len(out) < expect else timeout)  # type: ignore[operator]
             except TimeoutError:
                 return out
             out.append(msg.data())
@@ -172,7 +174,7 @@ def test_seek_and_readers_with_pulsar_asyncio(broker: BrokerProcess) -> None:
             await consumer.seek(ids[1] if isinstance(ids[1], pulsar.MessageId) else pulsar.MessageId.wrap(ids[1]))
             assert (await consumer.receive()).data() == b"2"
             await consumer.seek(mark)
-            got = await drain_async(consumer.receive)
+            got = await drain_async(consumer.receive, expect=2)
             assert got == [b"3", b"4"]
             await consumer.close()
             await producer.close()
