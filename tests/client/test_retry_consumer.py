@@ -263,6 +263,9 @@ def test_nack_counter_and_broker_side_dead_letter_for_nacks(broker: BrokerProces
 
 
 @pytest.mark.slow
+# up to 200 worker processes, each starting Python and the client: 175 s (asyncio, load 15)
+# to over 300 s (the default timeout; sync, load 20)
+@pytest.mark.timeout(900)
 @pytest.mark.letterbox_extension("asserts the atomic move's guarantee (never a duplicate across kill -9); "
                                  "produce-then-acknowledge on Apache Pulsar has a duplicate window by design")
 def test_killed_consumer_never_duplicates_or_loses(broker: BrokerProcess, client: pulsar.Client) -> None:
