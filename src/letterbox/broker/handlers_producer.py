@@ -216,7 +216,8 @@ def _publish(
     if top > producer.highest_sequence_pushed:
         producer.highest_sequence_pushed = top
     try:
-        op = topic.reserve_publish(producer, hp, num, publish_time, top, deliver_at_time)
+        eid = topic.reserve_publish(producer, send_batch.ops_for(cnx, producer), hp, num, publish_time, top,
+                                    deliver_at_time)
     except StorageError as exc:  # cannot write now (storage fault): PersistenceError, in order
         send_batch.submit_producer(cnx, producer)
         fut = asyncio.get_running_loop().create_future()
@@ -224,7 +225,7 @@ def _publish(
         cnx.flow.publish_started(nbytes)
         _chain(cnx, producer, fut, seq, highest, nbytes)
         return
-    send_batch.add(cnx, producer, op, seq, highest, nbytes)
+    send_batch.add(producer, eid, seq, highest, nbytes)
 
 
 def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:

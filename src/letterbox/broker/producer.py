@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from letterbox.broker.send_batch import Pending
     from letterbox.broker.server_cnx import ServerCnx
     from letterbox.broker.topic import Topic
+    from letterbox.storage.ops import WriteOp
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
 ACCESS_MODE_NAMES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
@@ -36,6 +37,7 @@ class Producer:
     schema_version: bytes = b""  # from the schema registry; empty for a producer without a schema
     # SENDs with their entry ids reserved, not yet submitted to storage (send_batch.py)
     unsubmitted: list[Pending] = field(default_factory=list)
+    unsubmitted_ops: list[WriteOp] = field(default_factory=list)  # their appends (append_run.py)
     closed: bool = False
     # the topic epoch this producer was granted (exclusive modes), sent back to the client,
     # which presents it again when it reconnects

@@ -1,7 +1,8 @@
 # The SENDs of one producer read in one pass over a connection's input (one
 # data_received) go to storage as ONE writer submission with one future and one
 # receipt callback, instead of a submission, a future and a loop callback each.
-# Entry ids are still assigned as each SEND is handled (ManagedLedger.reserve_append).
+# Entry ids are still assigned as each SEND is handled (topic.reserve_publish), into runs of
+# rows (storage/append_run.py): one write op per pass, no op or Entry per SEND until it commits.
 #
 # Invariants:
 #   * a producer's reserved appends are submitted, in reservation order, before the
@@ -30,21 +31,26 @@ from letterbox.storage.errors import StorageError, is_storage_fault
 if TYPE_CHECKING:
     from letterbox.broker.producer import Producer
     from letterbox.broker.server_cnx import ServerCnx
-    from letterbox.storage.ops import AppendOp
+    from letterbox.storage.ops import WriteOp
 
 log = logging.getLogger("letterbox.producer")
 
-# one reserved SEND: (append, sequence id, highest sequence id or None, bytes held)
-Pending = tuple["AppendOp", int, "int | None", int]
+# one reserved SEND: (entry id, sequence id, highest sequence id or None, bytes held)
+Pending = tuple[int, int, "int | None", int]
 
 
-def add(cnx: ServerCnx, producer: Producer, op: AppendOp, seq: int, highest: int | None, nbytes: int) -> None:
-    """A SEND whose entry id is reserved; stored with the producer's others of this pass.
-    Its bytes count toward the connection's backpressure from submit_producer on (the
-    same input pass: reading can only pause between passes)."""
+def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:
+    """The write ops the producer's next SEND of this pass is reserved into."""
     if not producer.unsubmitted:
         cnx.send_batches.append(producer)
-    producer.unsubmitted.append((op, seq, highest, nbytes))
+    return producer.unsubmitted_ops
+
+
+def add(producer: Producer, entry_id: int, seq: int, highest: int | None, nbytes: int) -> None:
+    """A SEND whose entry id was reserved into ops_for(); stored with the producer's others
+    of this pass. Its bytes count toward the connection's backpressure from submit_producer
+    on (the same input pass: reading can only pause between passes)."""
+    producer.unsubmitted.append((entry_id, seq, highest, nbytes))
 
 
 def submit(cnx: ServerCnx) -> None:
@@ -55,10 +61,10 @@ def submit(cnx: ServerCnx) -> None:
 
 
 def submit_producer(cnx: ServerCnx, p: Producer) -> None:
-    batch = p.unsubmitted
+    batch, ops = p.unsubmitted, p.unsubmitted_ops
     if not batch:
         return
-    p.unsubmitted = []
+    p.unsubmitted, p.unsubmitted_ops = [], []
     topic = p.topic
     assert isinstance(topic, PersistentTopic)
     nbytes = 0
@@ -66,15 +72,17 @@ def submit_producer(cnx: ServerCnx, p: Producer) -> None:
         nbytes += b[3]
     cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
     try:
-        fut = topic.ledger.submit_appends([b[0] for b in batch])
+        fut = topic.ledger.submit_appends(ops)
     except StorageError as exc:
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
-    fut.add_done_callback(lambda f: _receipts(cnx, p, batch, nbytes, f))
+    lid = topic.ledger.ledger_id
+    fut.add_done_callback(lambda f: _receipts(cnx, p, lid, batch, nbytes, f))
     p.last_receipt = fut  # type: ignore[assignment]
 
 
-def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], nbytes: int, f: asyncio.Future[None]) -> None:
+def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending], nbytes: int,
+              f: asyncio.Future[None]) -> None:
     pid = p.producer_id
     cnx.flow.publish_done(nbytes, len(batch))
     err = None if f.cancelled() else f.exception()
@@ -86,9 +94,7 @@ def _receipts(cnx: ServerCnx, p: Producer, batch: list[Pending], nbytes: int, f:
         topic = p.topic
         if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
             p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
-        for _op, seq, _highest, _nbytes in batch:
+        for _eid, seq, _highest, _nbytes in batch:
             cnx.write(commands.send_error(pid, seq, ServerError.PersistenceError, f"could not store message: {err}"))
         return
-    ledger_id = batch[0][0].entry.position.ledger_id
-    cnx.write(send_receipts(pid, ledger_id, [(seq, op.entry.position.entry_id, highest)
-                                             for op, seq, highest, _nbytes in batch]))
+    cnx.write(send_receipts(pid, ledger_id, [(seq, eid, highest) for eid, seq, highest, _nbytes in batch]))

@@ -23,6 +23,7 @@ from letterbox.broker.subscription import Subscription
 from letterbox.broker.topic_policies import TopicLimits, limits_for
 from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
 from letterbox.failure import FailurePolicy
+from letterbox.storage.append_run import reserve_row
 from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
-    from letterbox.storage.ops import AppendOp
+    from letterbox.storage.ops import WriteOp
     from letterbox.topic_name import TopicName
 
 
@@ -183,17 +184,18 @@ class PersistentTopic(Topic):
         )
 
     def reserve_publish(
-        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int,
-        deliver_at_time: int | None = UNREAD,
-    ) -> AppendOp:
-        """publish() with the entry id assigned now and the append stored later, with others
-        of the same producer (ledger.submit_appends; broker/send_batch.py)."""
+        self, producer: Producer, ops: list[WriteOp], data: bytes, num_messages: int, publish_time: int,
+        sequence_id: int, deliver_at_time: int | None = UNREAD,
+    ) -> int:
+        """publish() with the entry id assigned now (returned) and the append added to `ops`,
+        stored later with the producer's others of the same pass as one run
+        (ledger.submit_appends; broker/send_batch.py, storage/append_run.py)."""
         self.msg_in += num_messages
         self.bytes_in += len(data)
         dedup = self._deduplication
-        return self.ledger.reserve_append(
-            data, num_messages, publish_time, producer.name if dedup else None, sequence_id if dedup else None,
-            deliver_at_time,
+        return reserve_row(
+            self.ledger, ops, data, num_messages, publish_time, producer.name if dedup else None,
+            sequence_id if dedup else None, deliver_at_time,
         )
 
     def refresh_policies(self) -> None:

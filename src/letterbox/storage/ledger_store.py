@@ -12,6 +12,7 @@ from .cache import EntryCache
 from .entry import Entry
 from .managed_cursor import ManagedCursor
 from .ops import WriteOp
+from .payload_files import PayloadFiles
 
 T = TypeVar("T")
 
@@ -22,6 +23,7 @@ class LedgerStore(Protocol):
     trim_interval: float
     _cache: EntryCache
     _loop: asyncio.AbstractEventLoop | None
+    _payloads: PayloadFiles  # its large_bytes: the payload lane's threshold (append_run.py)
 
     def _check_open(self) -> None: ...
 

@@ -27,9 +27,10 @@ from typing import Literal
 
 from letterbox.clock import wall_ms
 
+from .append_run import check_appendable
 from .cache import LedgerCache
 from .entry import UNREAD, Entry
-from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
+from .errors import LedgerClosedError, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
 from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
@@ -130,7 +131,7 @@ class ManagedLedger:
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         return self._store._submit([*self._create_ops(), op], op.entry.position)
 
-    def submit_appends(self, ops: list[AppendOp]) -> asyncio.Future[None]:
+    def submit_appends(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
         """Store reserved appends (all, in order, before anything else for this ledger) atomically."""
         return self._store._submit([*self._create_ops(), *ops], None)
 
@@ -151,11 +152,7 @@ class ManagedLedger:
         deliver_at_time: int | None = UNREAD,
     ) -> AppendOp:
         """Assign an id and build the AppendOp; Transaction, append() or submit_appends stores it."""
-        if self._closed_reason is not None:
-            raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
-        if self._failed is not None:
-            raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
-        self._store._check_open()
+        check_appendable(self)
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
         eid = self._next

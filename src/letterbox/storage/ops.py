@@ -53,6 +53,7 @@ class WriteOp:
     __slots__ = ()
     nbytes = 0  # approximate payload size, used to bound a group transaction
     writes = True  # False: changes no row (its commit says nothing about the disk)
+    appends = False  # True: stores entries of its ledger (AppendOp, append_run.AppendRunOp)
     released: Sequence[str] = ()  # payload files whose rows apply() deleted
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
@@ -71,6 +72,7 @@ class WriteOp:
 
 class AppendOp(WriteOp):
     __slots__ = ("entry", "ledger", "nbytes", "payload_ref", "producer_name", "sequence_id")
+    appends = True
 
     def __init__(
         self,

@@ -35,7 +35,7 @@ from .errors import StorageError, StorageFault, StoreClosedError, is_storage_fau
 from .health import StorageHealth
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import AppendOp, CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
+from .ops import CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
 from .payload_files import LARGE_PAYLOAD_BYTES, PayloadFiles
 from .position import Position
 from .schema import SyncMode, db_path, load_state, open_reader
@@ -234,8 +234,8 @@ class Store:
                     op.on_commit()
                     if op.writes:
                         committed = True
-                    if isinstance(op, AppendOp):
-                        touched[op.ledger] = None
+                    if op.appends:
+                        touched[op.ledger] = None  # type: ignore[attr-defined]
                 if not sub.future.done():
                     sub.future.set_result(sub.result)
             else:

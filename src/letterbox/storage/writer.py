@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .append_run import AppendRunOp
 from .errors import is_storage_fault
 from .ops import INSERT_ENTRY, UPSERT_SEQ, AppendOp, WriteOp
 from .payload_files import PayloadFiles
@@ -189,7 +190,12 @@ class Writer:
                 self._fence(sub)
                 continue
             for op in sub.ops:
-                if type(op) is AppendOp and op.ledger_id not in self.fenced:
+                if type(op) is AppendRunOp and op.ledger.ledger_id not in self.fenced:
+                    rows.extend(op.rows)
+                    seq = op.seq_row()
+                    if seq is not None:
+                        seqs[seq[0], seq[1]] = seq
+                elif type(op) is AppendOp and op.ledger_id not in self.fenced:
                     rows.append(op.entry_row())
                     seq = op.seq_row()
                     if seq is not None:
@@ -232,8 +238,8 @@ class Writer:
 
     def _fence(self, sub: Submission) -> None:
         for op in sub.ops:
-            if isinstance(op, AppendOp):
-                self.fenced.add(op.ledger_id)
+            if op.appends:
+                self.fenced.update(op.ledgers() or ())
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,0 +1,128 @@
+# AppendRunOp: consecutive appends of one producer to one ledger (the SENDs of one input
+# pass, broker/send_batch.py) as ONE write op holding a row per entry: no Entry, Position
+# or AppendOp per message until the run commits (then each entry enters the tail cache).
+#
+# Invariants:
+#   * the rows' entry ids are consecutive, reserved in order by reserve_row (which does the
+#     checks of ManagedLedger._prepare_append first: nothing is reserved if it raises);
+#   * a run holds small entries only: an entry of at least the payload lane's threshold is
+#     reserved as its own AppendOp (payload_lane.py routes it), closing the run;
+#   * the run counts as ONE append in flight of its ledger: its commit confirms every row
+#     (in order), its failure fails them all (ManagedLedger._on_append_failed, once);
+#   * the producer sequence stored is the run's last one (as the writer's fast path does
+#     for a group of AppendOps).
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from .entry import Entry
+from .errors import LedgerClosedError, LedgerRecovering
+from .ops import INSERT_ENTRY, UPSERT_SEQ, WriteOp
+from .position import Position
+
+if TYPE_CHECKING:
+    from .managed_ledger import ManagedLedger
+
+Row = tuple[int, int, int, int, int, bytes]  # ledger_id, entry_id, publish_time, num, size, data
+
+
+class AppendRunOp(WriteOp):
+    __slots__ = ("delivers", "ledger", "nbytes", "producer_name", "rows", "sequence_id")
+    appends = True
+
+    def __init__(self, ledger: ManagedLedger, producer_name: str | None) -> None:
+        self.ledger = ledger
+        self.producer_name = producer_name
+        self.sequence_id: int | None = None
+        self.rows: list[Row] = []
+        self.delivers: list[int | None] = []
+        self.nbytes = 0
+
+    def ledgers(self) -> tuple[int, ...]:
+        return (self.ledger.ledger_id,)
+
+    def seq_row(self) -> tuple[int, str, int] | None:
+        if self.producer_name is None or self.sequence_id is None:
+            return None
+        return (self.ledger.ledger_id, self.producer_name, self.sequence_id)
+
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        lid = self.ledger.ledger_id
+        if lid in fenced:
+            raise LedgerClosedError(f"ledger {lid} is fenced after a failed write")
+        conn.executemany(INSERT_ENTRY, self.rows)
+        seq = self.seq_row()
+        if seq is not None:
+            conn.execute(UPSERT_SEQ, seq)
+
+    def on_commit(self) -> None:
+        _committed(self)
+
+    def on_fail(self, exc: BaseException) -> None:
+        self.ledger._on_append_failed(exc)
+
+
+def check_appendable(led: ManagedLedger) -> None:
+    """Raise if the ledger cannot take an append now (closed, recovering, store closed)."""
+    if led._closed_reason is not None:
+        raise LedgerClosedError(f"ledger {led.name!r} is {led._closed_reason}")
+    if led._failed is not None:
+        raise LedgerRecovering(f"ledger {led.name!r}: storage write failed ({led._failed}); retrying")
+    led._store._check_open()
+
+
+def reserve_row(
+    led: ManagedLedger, ops: list[WriteOp], data: bytes, num_messages: int, publish_time: int,
+    producer_name: str | None, sequence_id: int | None, deliver_at_time: int | None,
+) -> int:
+    """Reserve the next entry id of `led` for `data`, adding it to the last op of `ops` when
+    that is this ledger's run of the same producer, else to a new op appended to `ops`.
+    Returns the entry id; ManagedLedger.submit_appends(ops) stores them."""
+    if len(data) >= led._store._payloads.large_bytes:  # stored through the payload lane
+        op = led._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
+        ops.append(op)
+        return op.entry.position.entry_id
+    check_appendable(led)
+    if type(data) is not bytes:
+        data = bytes(data)
+    if num_messages < 1:
+        raise ValueError("num_messages must be >= 1")
+    run = ops[-1] if ops else None
+    if type(run) is not AppendRunOp or run.ledger is not led or run.producer_name != producer_name:
+        run = AppendRunOp(led, producer_name)
+        ops.append(run)
+        led._inflight += 1
+    eid = led._next
+    led._next = eid + 1
+    cum = led._cum
+    cum.append((cum[-1] if cum else led._cum_before) + num_messages)
+    if producer_name is not None and sequence_id is not None:
+        led._pushed_seq[producer_name] = sequence_id
+        run.sequence_id = sequence_id
+    size = len(data)
+    run.rows.append((led.ledger_id, eid, publish_time, num_messages, size, data))
+    run.delivers.append(deliver_at_time)
+    run.nbytes += size
+    return eid
+
+
+def _committed(run: AppendRunOp) -> None:
+    """Loop thread: the run is durable; its entries join the tail cache in id order."""
+    led = run.ledger
+    led._inflight -= 1
+    rows = run.rows
+    if not rows:
+        return
+    cache, lcache = led._store._cache, led._cache
+    add = cache.add
+    size = 0
+    for (lid, eid, pt, num, n, data), deliver in zip(rows, run.delivers, strict=True):
+        add(lcache, Entry(Position(lid, eid), data, num, pt, deliver))
+        size += n
+    last = rows[-1][1]
+    if last > led._lc:
+        led._lc = last
+    led._size += size
+    if run.producer_name is not None and run.sequence_id is not None:
+        led._seq[run.producer_name] = run.sequence_id
