@@ -27,10 +27,9 @@ from typing import Literal
 
 from letterbox.clock import wall_ms
 
-from .append_run import check_appendable
 from .cache import LedgerCache
 from .entry import UNREAD, Entry
-from .errors import LedgerClosedError, StorageError, is_storage_fault
+from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
 from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
@@ -152,7 +151,11 @@ class ManagedLedger:
         deliver_at_time: int | None = UNREAD,
     ) -> AppendOp:
         """Assign an id and build the AppendOp; Transaction, append() or submit_appends stores it."""
-        check_appendable(self)
+        if self._closed_reason is not None:  # the same checks as append_run.check_appendable
+            raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
+        if self._failed is not None:
+            raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
+        self._store._check_open()
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
         eid = self._next
