@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import struct
-import time
 
 import pytest
 from crc32c import crc32c
@@ -227,19 +226,19 @@ def test_unknown_command_type() -> None:
     assert frame is not None and frame.command.type == T.PING
 
 
-def test_decoder_throughput() -> None:
+def test_decoder_splits_a_long_stream_fed_in_large_chunks() -> None:
+    """50,000 frames fed 500 at a time come out one by one, none lost or merged (speed is
+    measured in benchmarks/, never asserted here)."""
     frame = client_commands.flow(1, 100)
     n = 50_000
     d = FrameDecoder()
-    start = time.perf_counter()
     for chunk_start in range(0, n, 500):
         d.feed(frame * 500)
         got = 0
-        while d.next_frame() is not None:
+        while (f := d.next_frame()) is not None:
+            assert f.command.flow.messagePermits == 100, chunk_start
             got += 1
         assert got == 500, chunk_start
-    rate = n / (time.perf_counter() - start)
-    assert rate > 100_000, f"{rate:.0f} frames/s"
 
 
 def _send_payloads() -> list[bytes]:
