@@ -44,12 +44,15 @@ def test_namespace_dispatch_rate_bounds_the_topic_across_subscriptions(broker: B
     topic = "persistent://enforce/rate/t"
     a, b = client.subscribe(topic, "a"), client.subscribe(topic, "b")
     producer = client.create_producer(topic, batching_enabled=False)
+    start = time.monotonic()  # a window opens at its first admitted entry, after this
     for i in range(10):
         producer.send(str(i).encode())
-    got, elapsed = _timed_receive([a, b], 20)
+    got, _ = _timed_receive([a, b], 20)
+    elapsed = time.monotonic() - start
     assert sorted(got) == sorted([str(i).encode() for i in range(10)] * 2)
-    # 20 deliveries at 5 per second for the whole topic: at least 3 more windows
-    assert elapsed >= 2.5, elapsed
+    # 20 deliveries at 5 per second for the whole topic: 4 windows, the last opening >= 3 s
+    # after the first (timed from before the first send, so a slow send cannot hide a window)
+    assert elapsed >= 2.95, elapsed
 
 
 def test_namespace_max_unacked_per_subscription_blocks_all_its_consumers(broker: BrokerProcess,
@@ -118,11 +121,13 @@ def test_topic_level_delayed_delivery_and_dispatch_rate(broker: BrokerProcess, c
     set_policy(broker.admin_url, t + "/slow/dispatchRate", {"dispatchThrottlingRateInMsg": 4, "ratePeriodInSecond": 1})
     slow = client.subscribe("persistent://enforce/flags/slow", "s")
     producer = client.create_producer("persistent://enforce/flags/slow", batching_enabled=False)
+    start = time.monotonic()  # a window opens at its first admitted entry, after this
     for i in range(12):
         producer.send(str(i).encode())
-    got, elapsed = _timed_receive([slow], 12)
+    got, _ = _timed_receive([slow], 12)
+    elapsed = time.monotonic() - start
     assert got == [str(i).encode() for i in range(12)]
-    assert elapsed >= 1.5, elapsed  # 12 at 4 per second: at least 2 more windows
+    assert elapsed >= 1.95, elapsed  # 12 at 4 per second: 3 windows, the last >= 2 s after the first
 
 
 def test_topic_level_inactive_topic_policy_deletes_only_that_topic(broker: BrokerProcess, client: Any) -> None:
