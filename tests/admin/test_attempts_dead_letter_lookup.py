@@ -8,8 +8,8 @@ import uuid
 
 import pulsar
 
-from tests.admin.helpers import call
-from tests.conftest import BrokerProcess
+from tests.admin.helpers import call, topic_stats
+from tests.conftest import BrokerProcess, wait_until
 
 
 def test_dead_letter_lookup_finds_the_right_dead_letter(broker: BrokerProcess, client: pulsar.Client) -> None:
@@ -19,6 +19,9 @@ def test_dead_letter_lookup_finds_the_right_dead_letter(broker: BrokerProcess, c
     ids = [producer.send(f"s{i}".encode()) for i in range(12)]
     for _ in ids:
         consumer.acknowledge(consumer.receive(10_000))
+    # the client groups acknowledgements (100 ms): the lookup below looks for a dead letter only
+    # once the broker has the message acknowledged, so wait for the acks to arrive
+    assert wait_until(lambda: topic_stats(broker.admin_url, topic)["subscriptions"]["work"]["msgBacklog"] == 0, 30)
 
     def origin(i: int) -> str:
         return f"{ids[i].ledger_id()}:{ids[i].entry_id()}:-1:-1"
