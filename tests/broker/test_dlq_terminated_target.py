@@ -54,7 +54,7 @@ def _stored(client: pulsar.Client, topic: str) -> list[bytes]:
 
 
 def test_max_redeliveries_into_a_terminated_dlq_keeps_the_message(broker_factory: Any) -> None:
-    broker = broker_factory().start()
+    broker = broker_factory()
     client = pulsar.Client(broker.url, operation_timeout_seconds=30)
     try:
         topic = f"persistent://public/default/term-dlq-{uuid.uuid4().hex[:8]}"
@@ -103,7 +103,7 @@ def test_max_redeliveries_into_a_terminated_dlq_keeps_the_message(broker_factory
 def test_parking_behind_a_poisoned_key_into_a_terminated_dlq_is_counted(broker_factory: Any) -> None:
     """A key poisoned before its DLQ was terminated: the messages parked behind it cannot be
     moved either; they stay in the subscription and the refusals are counted."""
-    broker = broker_factory().start()
+    broker = broker_factory()
     client = pulsar.Client(broker.url, operation_timeout_seconds=30)
     try:
         topic = f"persistent://public/default/term-park-{uuid.uuid4().hex[:8]}"
