@@ -7,26 +7,35 @@ DATA_DIR ?= data
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser
+.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --upgrade pip 'setuptools>=77,<90'
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# The compiled codecs (setup.py) rebuilt in place whenever their C sources change.
+CODECS := $(wildcard src/letterbox/protocol/*.c)
+CODECS_STAMP := $(VENV)/.codecs
+$(CODECS_STAMP): $(STAMP) setup.py $(CODECS)
+	$(BIN)/python setup.py -q build_ext --inplace
+	touch $@
+
+codecs: $(CODECS_STAMP)
+
+run: $(CODECS_STAMP)
 	$(BIN)/letterbox standalone --data-dir $(DATA_DIR)
 
-lint: $(STAMP)
+lint: $(CODECS_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
-typecheck: $(STAMP)
+typecheck: $(CODECS_STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) browser
+unit: $(CODECS_STAMP) browser
 	$(BIN)/pytest -q
 
 # The whole of tests/client and tests/spark a second time against brokers started
@@ -34,7 +43,7 @@ unit: $(STAMP) browser
 # must pass them too. Tests marked letterbox_extension(reason) need an extension: they are
 # deselected there and listed with their reason at the end of the run (docs/testing.md).
 COMPAT_TESTS := tests/client tests/spark
-compat: $(STAMP)
+compat: $(CODECS_STAMP)
 	$(BIN)/pytest -q --pulsar-compatible-only $(COMPAT_TESTS)
 
 compat-all: compat
@@ -62,13 +71,13 @@ SIDE_TESTS := tests/client tests/spark tests/console
 test: lint typecheck
 	$(MAKE) --no-print-directory -O -j3 core-tests side-tests compat-tests
 
-core-tests: $(STAMP)
+core-tests: $(CODECS_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider $(addprefix --ignore=,$(SIDE_TESTS))
 
-side-tests: $(STAMP) browser
+side-tests: $(CODECS_STAMP) browser
 	$(BIN)/pytest -q -p no:cacheprovider $(SIDE_TESTS)
 
-compat-tests: $(STAMP)
+compat-tests: $(CODECS_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider --pulsar-compatible-only $(COMPAT_TESTS)
 
 # Regenerate the protobuf module from our schema (needs the dev extras).
@@ -77,8 +86,8 @@ proto:
 	cd src && PATH=$(abspath $(BIN)):$$PATH ../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --mypy_out=. letterbox/protocol/pulsar_api.proto
 
 # letterbox side by side with NATS JetStream (installs nats-server with apt-get as root, and nats-py)
-bench-peers: $(STAMP)
+bench-peers: $(CODECS_STAMP)
 	$(BIN)/python benchmarks/peers.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) build *.egg-info src/*.egg-info src/letterbox/protocol/*.so

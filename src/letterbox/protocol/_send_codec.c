@@ -1,0 +1,14 @@
+/* letterbox.protocol._send_codec -- compiled codec (issue 13); see setup.py and protocol/speedups.py.
+ * Skeleton: functions are added with their pure-Python references and parity tests. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyMethodDef methods[] = {
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "letterbox.protocol._send_codec", NULL, -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__send_codec(void) { return PyModule_Create(&module); }
