@@ -38,6 +38,17 @@ def call_raw(base: str, method: str, path: str) -> tuple[int, dict[str, str], by
         return exc.code, dict(exc.headers.items()), exc.read()
 
 
+def metric_total(base: str, name: str, **labels: str) -> float:
+    """The sum of a Prometheus metric's samples on /metrics whose labels include `labels`."""
+    status, text = call(base, "GET", "/metrics", timeout=30)
+    assert status == 200, text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def make_namespace(base: str, ns: str) -> str:
     """Create `ns` (tenant/namespace) and its tenant if missing; returns its admin path."""
     tenant = ns.split("/")[0]

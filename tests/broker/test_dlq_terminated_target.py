@@ -5,41 +5,27 @@ letterbox_move_storage_failures_total; the move route answers 412 naming the ter
 from __future__ import annotations
 
 import json
-import re
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
 import pulsar
 
+from tests.admin.helpers import call, metric_total
 from tests.conftest import BrokerProcess, wait_until
 
 MAX_REDELIVERIES = 2
 
 
 def _http(broker: BrokerProcess, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(broker.admin_url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
+    return call(broker.admin_url, method, path, None if body is None else json.dumps(body), timeout=30)
 
 
 def _path(topic: str) -> str:
     return "/admin/v2/" + topic.replace("persistent://", "persistent/")
 
 
-def _failures(broker: BrokerProcess, operation: str) -> int:
-    with urllib.request.urlopen(broker.admin_url + "/metrics", timeout=30) as r:
-        text = r.read().decode()
-    m = re.search(r'^letterbox_move_storage_failures_total\{[^}]*operation="' + operation + r'"[^}]*\} (\d+)',
-                  text, re.M)
-    return int(m.group(1)) if m else 0
+def _failures(broker: BrokerProcess, operation: str) -> float:
+    return metric_total(broker.admin_url, "letterbox_move_storage_failures_total", operation=operation)
 
 
 def _stored(client: pulsar.Client, topic: str) -> list[bytes]:

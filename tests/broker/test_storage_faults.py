@@ -18,7 +18,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from tests.admin.helpers import call
+from tests.admin.helpers import call, metric_total
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 
 P = "/admin/v2/persistent/public/default"
@@ -71,13 +71,7 @@ def healthy(broker: BrokerProcess) -> bool:
 
 
 def metric(broker: BrokerProcess, name: str, **labels: str) -> float:
-    status, text = api(broker, "GET", "/metrics")
-    assert status == 200
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+    return metric_total(broker.admin_url, name, **labels)
 
 
 def mid(msg: pulsar.Message) -> str:
