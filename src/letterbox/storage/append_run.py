@@ -4,7 +4,7 @@
 #
 # Invariants:
 #   * the rows' entry ids are consecutive, reserved in order by reserve_row (which does the
-#     checks of ManagedLedger._prepare_append first: nothing is reserved if it raises);
+#     ManagedLedger.check_appendable first: nothing is reserved if it raises);
 #   * a run holds small entries only: an entry of at least the payload lane's threshold is
 #     reserved as its own AppendOp (payload_lane.py routes it), closing the run;
 #   * the run counts as ONE append in flight of its ledger: its commit confirms every row
@@ -17,7 +17,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from .entry import Entry
-from .errors import LedgerClosedError, LedgerRecovering
+from .errors import LedgerClosedError
 from .ops import INSERT_ENTRY, UPSERT_SEQ, WriteOp
 from .position import Position
 
@@ -63,15 +63,6 @@ class AppendRunOp(WriteOp):
         self.ledger._on_append_failed(exc)
 
 
-def check_appendable(led: ManagedLedger) -> None:
-    """Raise if the ledger cannot take an append now (closed, recovering, store closed)."""
-    if led._closed_reason is not None:
-        raise LedgerClosedError(f"ledger {led.name!r} is {led._closed_reason}")
-    if led._failed is not None:
-        raise LedgerRecovering(f"ledger {led.name!r}: storage write failed ({led._failed}); retrying")
-    led._store._check_open()
-
-
 def reserve_row(
     led: ManagedLedger, ops: list[WriteOp], data: bytes, num_messages: int, publish_time: int,
     producer_name: str | None, sequence_id: int | None, deliver_at_time: int | None,
@@ -83,7 +74,7 @@ def reserve_row(
         op = led._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         ops.append(op)
         return op.entry.position.entry_id
-    check_appendable(led)
+    led.check_appendable()
     if type(data) is not bytes:
         data = bytes(data)
     if num_messages < 1:
@@ -95,8 +86,7 @@ def reserve_row(
         led._inflight += 1
     eid = led._next
     led._next = eid + 1
-    cum = led._cum
-    cum.append((cum[-1] if cum else led._cum_before) + num_messages)
+    led.counts.add(num_messages)
     if producer_name is not None and sequence_id is not None:
         led._pushed_seq[producer_name] = sequence_id
         run.sequence_id = sequence_id

@@ -50,7 +50,7 @@ class CursorLedger(Protocol):
 
     def count_messages(self, after_entry_id: int) -> int: ...
 
-    def _messages_between(self, first: int, last: int) -> int: ...
+    def messages_between(self, first: int, last: int) -> int: ...
 
     def _schedule_trim(self) -> None: ...
 
@@ -149,7 +149,7 @@ class ManagedCursor:
         for s, e in zip(self._ranges.starts, self._ranges.ends, strict=True):
             if s > lc:
                 break
-            total -= led._messages_between(s, min(e, lc))
+            total -= led.messages_between(s, min(e, lc))
         for eid, (_size, mask) in self._batches.items():
             if eid <= lc:
                 total -= mask.bit_count()

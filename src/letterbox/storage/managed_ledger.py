@@ -4,9 +4,8 @@
 #   _next  next entry id to assign (ids are assigned synchronously in append() call order)
 #   _lc    last confirmed (durable) entry id; advanced only from writer completions, in order
 #   _first first entry id still stored (trim watermark; trim only ever moves it forward)
-#   _cum   array('q') prefix sums of num_messages: _cum[i] = messages of entries
-#          _cum_base .. _cum_base + i (plus _cum_before); 8 bytes per entry, no Python object
-#          per entry. Covers appended-but-unconfirmed entries too; queries clamp to _lc.
+#   counts messages per entry as prefix sums (message_counts.py); covers appended-but-
+#          unconfirmed entries too; queries clamp to _lc.
 #   _cache contiguous tail of recent entries (shared, bounded EntryCache in the Store)
 #   _seq / _pushed_seq  durable / in-flight last sequence id per producer
 # Invariants: _first <= _lc + 1 <= _next; stored entry ids are exactly [_first, _lc] (plus
@@ -32,12 +31,11 @@ from .entry import UNREAD, Entry
 from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
+from .message_counts import MessageCounts
 from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
 from .position import Position
 
 log = logging.getLogger(__name__)
-
-_CUM_COMPACT_MIN = 4096
 
 
 class ManagedLedger:
@@ -62,9 +60,7 @@ class ManagedLedger:
         self._first = first_entry_id
         self._next = next_entry_id
         self._lc = next_entry_id - 1
-        self._cum: array[int] = cum_messages if cum_messages is not None else array("q")
-        self._cum_base = first_entry_id
-        self._cum_before = 0
+        self.counts = MessageCounts(first_entry_id, cum_messages)
         self._size = size_bytes
         self._seq: dict[str, int] = dict(sequences or {})
         # how long acknowledged entries are kept: 0 = delete once every cursor acked
@@ -98,20 +94,12 @@ class ManagedLedger:
     def size_bytes(self) -> int:
         return self._size
 
-    def _cum_at(self, entry_id: int) -> int:
-        i = entry_id - self._cum_base
-        if i < 0:
-            return self._cum_before
-        return self._cum[i]
-
-    def _messages_between(self, first: int, last: int) -> int:
-        """Messages in entries [first, last] (caller clamps last to _lc)."""
-        if last < first:
-            return 0
-        return self._cum_at(last) - self._cum_at(first - 1)
+    def messages_between(self, first: int, last: int) -> int:
+        """Messages in entries [first, last] (caller clamps last to the last confirmed id)."""
+        return self.counts.between(first, last)
 
     def count_messages(self, after_entry_id: int) -> int:
-        return self._messages_between(max(after_entry_id + 1, self._first), self._lc)
+        return self.counts.between(max(after_entry_id + 1, self._first), self._lc)
 
     # ---- appends ----
 
@@ -141,6 +129,15 @@ class ManagedLedger:
     def _on_created(self) -> None:
         self._created = True
 
+    def check_appendable(self) -> None:
+        """Raise if the ledger cannot take an append now: LedgerClosedError (closed, fenced,
+        deleted), LedgerRecovering (failed appends are being given back), StoreClosedError."""
+        if self._closed_reason is not None:
+            raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
+        if self._failed is not None:
+            raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
+        self._store._check_open()
+
     def _prepare_append(
         self,
         data: bytes,
@@ -151,17 +148,13 @@ class ManagedLedger:
         deliver_at_time: int | None = UNREAD,
     ) -> AppendOp:
         """Assign an id and build the AppendOp; Transaction, append() or submit_appends stores it."""
-        if self._closed_reason is not None:  # the same checks as append_run.check_appendable
-            raise LedgerClosedError(f"ledger {self.name!r} is {self._closed_reason}")
-        if self._failed is not None:
-            raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
-        self._store._check_open()
+        self.check_appendable()
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
         eid = self._next
         self._next = eid + 1
         entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time, deliver_at_time)
-        self._cum.append((self._cum[-1] if self._cum else self._cum_before) + num_messages)
+        self.counts.add(num_messages)
         if producer_name is not None and sequence_id is not None:
             self._pushed_seq[producer_name] = sequence_id
         self._inflight += 1
@@ -174,7 +167,7 @@ class ManagedLedger:
         whose later append could not be prepared)."""
         assert op.entry.position.entry_id == self._next - 1
         self._next -= 1
-        self._cum.pop()
+        self.counts.pop()
         self._inflight -= 1
 
     def _on_append_committed(self, op: AppendOp) -> None:
@@ -203,7 +196,7 @@ class ManagedLedger:
         """Every append after the last committed one failed: forget them and let appends
         commit again from _lc + 1 (the UnfenceOp is queued before any new append)."""
         self._next = self._lc + 1
-        del self._cum[max(self._next - self._cum_base, 0):]
+        self.counts.truncate(self._next)
         self._pushed_seq = dict(self._seq)
         self._failed = None
         try:
@@ -358,11 +351,7 @@ class ManagedLedger:
                 self._store._cursor_clean(c)
         ops.append(TrimOp(self, upto))
         self._first = upto + 1
-        k = self._first - self._cum_base
-        if k >= _CUM_COMPACT_MIN and k * 2 >= len(self._cum):
-            self._cum_before = self._cum[k - 1]
-            del self._cum[:k]
-            self._cum_base = self._first
+        self.counts.forget_before(self._first)
         self._store._submit_background(ops)
 
     def _retention_cut(self, acked_upto: int) -> int:
