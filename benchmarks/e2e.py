@@ -49,7 +49,7 @@ class CpuWatch(threading.Thread):
 
 
 def run(messages: int, batching: bool, sync: str, size: int, timeout: float, keep: bool,
-        binding: bool = False, profile: str | None = None) -> dict[str, object]:
+        binding: bool = False, profile: str | None = None, gil: bool = False) -> dict[str, object]:
     tmp = Path(tempfile.mkdtemp(prefix="letterbox-e2e-"))
     broker = Broker(tmp / "data", sync=sync, log=tmp / "broker.log").start()
     perf = [PYTHON, "-m", "letterbox", "perf"]
@@ -79,7 +79,8 @@ def run(messages: int, batching: bool, sync: str, size: int, timeout: float, kee
             # py-spy samples the broker (both threads, idle waits excluded) while the producer runs
             procs.append(subprocess.Popen(
                 [str(Path(PYTHON).parent / "py-spy"), "record", "--pid", str(broker.pid), "--format", "raw",
-                 "-r", "200", "-o", profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 "-r", "200", *(["--gil"] if gil else []), "-o", profile],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         watch = CpuWatch({"broker": broker.pid, "producer": producer.pid, "consumer": consumer.pid})
         watch.start()
         p_out, _ = producer.communicate(timeout=timeout)
@@ -136,8 +137,10 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print only the JSON result")
     ap.add_argument("--profile", metavar="FILE",
                     help="record the broker with py-spy (raw format) into FILE; see profile_top.py")
+    ap.add_argument("--gil", action="store_true",
+                    help="with --profile: sample only threads holding the GIL (the Python CPU, not waits)")
     a = ap.parse_args()
-    r = run(a.messages, a.batching == "on", a.sync, a.size, a.timeout, a.keep, a.binding, a.profile)
+    r = run(a.messages, a.batching == "on", a.sync, a.size, a.timeout, a.keep, a.binding, a.profile, a.gil)
     if a.json:
         print(json.dumps(r))
         return
