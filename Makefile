@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 # The compiled codecs (setup.py) rebuilt in place whenever their C sources change.
-CODECS := $(wildcard src/letterbox/protocol/*.c)
+CODECS := $(wildcard src/letterbox/protocol/*.[ch])
 CODECS_STAMP := $(VENV)/.codecs
 $(CODECS_STAMP): $(STAMP) setup.py $(CODECS)
 	$(BIN)/python setup.py -q build_ext --inplace

@@ -1,1 +1,6 @@
-# Stub of the compiled letterbox.protocol._send_codec (see its .c file).
+# Stub of the compiled letterbox.protocol._send_codec (see its .c file; the pure-Python reference
+# with the same contract is letterbox/protocol/send_scan.py).
+def decode_send(
+    buf: bytes | bytearray | memoryview, start: int, cmd_end: int, end: int, hardware_crc: bool = ..., /
+) -> tuple[int, int, int | None, int | None, bytes, bytes, tuple[int, int, int | None, int] | None] | None: ...
+def crc32c(data: bytes | bytearray | memoryview, hardware: bool = ..., /) -> int: ...

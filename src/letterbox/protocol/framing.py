@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -24,6 +25,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 from letterbox.protocol.send_decoder import SendCommand, decode_send_command
+from letterbox.protocol.speedups import send_codec
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -36,6 +38,11 @@ _HEADER = struct.Struct(">II")
 _MAGIC_CRC_BYTES = _U16.pack(MAGIC_CRC32C)
 _SEND = pb.BaseCommand.SEND
 _SMALL_FRAME = 4096  # frames up to this size are copied out by slicing, larger ones through a view
+_Facts = tuple[int, int, int | None, int]
+# the compiled SEND reader (protocol/send_scan.py is its reference and states the contract)
+_decode_send: Callable[[bytearray, int, int, int],
+                       tuple[int, int, int | None, int | None, bytes, bytes, _Facts | None] | None] | None
+_decode_send = send_codec.decode_send if send_codec is not None else None
 
 
 class ProtocolError(Exception):
@@ -70,15 +77,19 @@ class Frame:
 
     `type` is the command's type; `send` holds a SEND's fields (every SEND frame has
     them). A SEND of the common shape is decoded without protobuf (send_decoder.py):
-    its `command` is parsed from the kept bytes only when something asks for it."""
+    its `command` is parsed from the kept bytes only when something asks for it.
+    `facts` (send_scan.SendFacts) are set when the compiled codec found the SEND surely
+    acceptable: (messages, publish_time, deliver_at_time, payload length)."""
 
-    __slots__ = ("_command", "_raw", "headers_and_payload", "send", "type")
+    __slots__ = ("_command", "_raw", "facts", "headers_and_payload", "send", "type")
 
     def __init__(self, command: pb.BaseCommand | None, headers_and_payload: bytes | None = None,
-                 *, send: SendCommand | None = None, raw: bytes = b"") -> None:
+                 *, send: SendCommand | None = None, raw: bytes = b"",
+                 facts: _Facts | None = None) -> None:
         self._command = command
         self._raw = raw
         self.headers_and_payload = headers_and_payload
+        self.facts = facts
         self.type: pb.BaseCommand.Type.ValueType
         if command is not None:
             self.type = command.type
@@ -310,6 +321,11 @@ class FrameDecoder:
         end = pos + 4 + total
         cmd_end = start + cmd_size
         self._pos = end  # consume first: an UnknownCommand leaves framing intact
+        if _decode_send is not None and cmd_size > 3 and buf[start] == 0x08 and buf[start + 1] == _SEND:
+            got = _decode_send(buf, start, cmd_end, end)
+            if got is not None:
+                pid, seq, num, highest, cmd, hp, facts = got
+                return Frame(None, hp, send=SendCommand(pid, seq, num, highest), raw=cmd, facts=facts)
         if total <= _SMALL_FRAME:  # a slice then bytes(): two copies of a few bytes, fewer objects
             raw = bytes(buf[start:cmd_end])
             rest = bytes(buf[cmd_end:end]) if cmd_end < end else None
