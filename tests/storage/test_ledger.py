@@ -51,7 +51,8 @@ def test_read_from_cache_and_disk(tmp_path: Path) -> None:
         await asyncio.gather(*(led.append(payload(i, 1000), 1 + i % 3, i) for i in range(n)))
         got = led.read_entries(0, n)
         assert [e.position.entry_id for e in got] == list(range(n))
-        assert led.read_entry(5) is got[5]  # served from the cache (same object)
+        again = led.read_entry(5)  # served from the cache: the same data object, no disk read
+        assert again == got[5] and again is not None and again.data is got[5].data
 
     run_with_store(tmp_path, write)
 

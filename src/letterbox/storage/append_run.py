@@ -1,6 +1,6 @@
 # AppendRunOp: consecutive appends of one producer to one ledger (the SENDs of one input
 # pass, broker/send_batch.py) as ONE write op holding a row per entry: no Entry, Position
-# or AppendOp per message until the run commits (then each entry enters the tail cache).
+# or AppendOp per message: the committed rows enter the tail cache as they are (cache.py).
 #
 # Invariants:
 #   * the rows' entry ids are consecutive, reserved in order by reserve_row (which does the
@@ -16,15 +16,13 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from .entry import Entry
+from .cache import Row
 from .errors import LedgerClosedError
 from .ops import INSERT_ENTRY, UPSERT_SEQ, WriteOp
-from .position import Position
 
 if TYPE_CHECKING:
     from .managed_ledger import ManagedLedger
 
-Row = tuple[int, int, int, int, int, bytes]  # ledger_id, entry_id, publish_time, num, size, data
 
 
 class AppendRunOp(WriteOp):
@@ -98,21 +96,16 @@ def reserve_row(
 
 
 def _committed(run: AppendRunOp) -> None:
-    """Loop thread: the run is durable; its entries join the tail cache in id order."""
+    """Loop thread: the run is durable; its rows join the tail cache as they are."""
     led = run.ledger
     led._inflight -= 1
     rows = run.rows
     if not rows:
         return
-    cache, lcache = led._store._cache, led._cache
-    add = cache.add
-    size = 0
-    for (lid, eid, pt, num, n, data), deliver in zip(rows, run.delivers, strict=True):
-        add(lcache, Entry(Position(lid, eid), data, num, pt, deliver))
-        size += n
+    led._store._cache.add_rows(led._cache, rows, run.delivers, run.nbytes)
     last = rows[-1][1]
     if last > led._lc:
         led._lc = last
-    led._size += size
+    led._size += run.nbytes
     if run.producer_name is not None and run.sequence_id is not None:
         led._seq[run.producer_name] = run.sequence_id

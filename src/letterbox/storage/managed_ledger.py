@@ -6,7 +6,7 @@
 #   _first first entry id still stored (trim watermark; trim only ever moves it forward)
 #   counts messages per entry as prefix sums (message_counts.py); covers appended-but-
 #          unconfirmed entries too; queries clamp to _lc.
-#   _cache contiguous tail of recent entries (shared, bounded EntryCache in the Store)
+#   _cache contiguous tail of recent committed rows (shared, bounded EntryCache in the Store)
 #   _seq / _pushed_seq  durable / in-flight last sequence id per producer
 # Invariants: _first <= _lc + 1 <= _next; stored entry ids are exactly [_first, _lc] (plus
 # in-flight ones); reads never return entries > _lc or < _first; the tail cache holds only
@@ -26,7 +26,7 @@ from typing import Literal
 
 from letterbox.clock import wall_ms
 
-from .cache import LedgerCache
+from .cache import LedgerCache, Row, entry_of, row_of
 from .entry import UNREAD, Entry
 from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
@@ -34,6 +34,7 @@ from .managed_cursor import ManagedCursor
 from .message_counts import MessageCounts
 from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
 from .position import Position
+from .retention import retention_cut
 
 log = logging.getLogger(__name__)
 
@@ -249,15 +250,29 @@ class ManagedLedger:
             if nbytes >= max_bytes or len(out) < disk_end - start + 1:
                 return out
             start = disk_end + 1
-        for eid in range(start, end + 1):
-            e = cache.get(eid)
-            if e is None:
-                break
-            out.append(e)
-            nbytes += len(e.data)
+        rows, delivers = cache.rows_from(start, end - start + 1)
+        for row, deliver in zip(rows, delivers, strict=True):
+            out.append(entry_of(row, deliver))
+            nbytes += row[4]
             if nbytes >= max_bytes:
                 break
         return out
+
+    def read_rows(self, start_entry_id: int, max_entries: int) -> tuple[list[Row], list[int | None]]:
+        """Committed entries from `start_entry_id` on (clamped to the first stored) as rows,
+        with their delivery-time hints (UNREAD for rows read back from disk): the tail cache's
+        rows as they are, no Entry per entry. Stops where the cache begins, if below it."""
+        start = max(start_entry_id, self._first)
+        end = min(self._lc, start + max_entries - 1)
+        if end < start:
+            return [], []
+        cache = self._cache
+        if len(cache) and start >= cache.base:
+            return cache.rows_from(start, end - start + 1)
+        if len(cache):
+            end = min(end, cache.base - 1)
+        entries = self.read_entries(start, end - start + 1)
+        return [row_of(e) for e in entries], [UNREAD] * len(entries)
 
     def read_entry(self, entry_id: int) -> Entry | None:
         if entry_id < self._first or entry_id > self._lc:
@@ -270,9 +285,9 @@ class ManagedLedger:
         return out[0] if out else None
 
     def publish_time(self, entry_id: int) -> int | None:
-        e = self._cache.get(entry_id)
-        if e is not None:
-            return e.publish_time
+        row = self._cache.row(entry_id)
+        if row is not None:
+            return row[2]
         return self._store._read_publish_time(self.ledger_id, entry_id)
 
     def find_entry_by_publish_time(self, ts_ms: int) -> Position:
@@ -339,7 +354,7 @@ class ManagedLedger:
             self._trim_handle = None
         if not self._cursors or self._closed_reason == "deleted":
             return
-        upto = self._retention_cut(min(min(c._md for c in self._cursors.values()), self._lc))
+        upto = retention_cut(self, min(min(c._md for c in self._cursors.values()), self._lc))
         if upto < self._first:
             return
         # persist this ledger's dirty cursors in the same transaction as the delete
@@ -354,27 +369,13 @@ class ManagedLedger:
         self.counts.forget_before(self._first)
         self._store._submit_background(ops)
 
-    def _retention_cut(self, acked_upto: int) -> int:
-        """The last entry to delete: acknowledged entries (up to `acked_upto`) go once they
-        are older than retention_ms or while the ledger is over retention_bytes, oldest
-        first; -1 on an axis means no limit there; retention_ms 0 without a size limit
-        deletes on acknowledgement."""
-        if acked_upto < self._first:
-            return acked_upto
-        if self.retention_ms == 0 and self.retention_bytes < 0:
-            return acked_upto
-        cut = self._first - 1
-        if self.retention_ms > 0:
-            keep_from = self.find_entry_by_publish_time(self.clock_ms() - self.retention_ms).entry_id
-            cut = min(acked_upto, keep_from - 1)
-        if self.retention_bytes >= 0 and self._size > self.retention_bytes and cut < acked_upto:
-            over = self._size - self.retention_bytes - self._bytes_between(self._first, cut)
-            if over > 0:
-                cut = self._store._first_entries_over(self.ledger_id, cut + 1, acked_upto, over)
-        return cut
-
-    def _bytes_between(self, first: int, last: int) -> int:
+    def bytes_between(self, first: int, last: int) -> int:
+        """Stored bytes of entries [first, last]."""
         return self._store._sum_sizes(self.ledger_id, first, last) if last >= first else 0
+
+    def first_entries_over(self, first: int, last: int, nbytes: int) -> int:
+        """The last id of the shortest run first..k (k <= last) of at least `nbytes`; else `last`."""
+        return self._store._first_entries_over(self.ledger_id, first, last, nbytes)
 
     def _on_trim_committed(self, freed_bytes: int) -> None:
         self._size -= freed_bytes
