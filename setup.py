@@ -11,7 +11,7 @@ setup(
     ext_modules=[
         # SEND frames in: split, command + metadata fields, CRC32C, batch walk
         Extension("letterbox.protocol._send_codec", ["src/letterbox/protocol/_send_codec.c"],
-                  depends=["src/letterbox/protocol/_crc32c.h"], extra_compile_args=_FLAGS),
+                  depends=["src/letterbox/protocol/_crc32c.h", "src/letterbox/protocol/_pb_wire.h"], extra_compile_args=_FLAGS),
         # consumer frames: MESSAGE and SEND_RECEIPT encoding, ACK decoding
         Extension("letterbox.protocol._consumer_codec", ["src/letterbox/protocol/_consumer_codec.c"],
                   extra_compile_args=_FLAGS),

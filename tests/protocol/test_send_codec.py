@@ -14,7 +14,13 @@ import pytest
 
 from letterbox.protocol import _send_codec, pb, send_scan
 from letterbox.protocol.batch import build_batch_payload
-from letterbox.protocol.framing import FrameDecoder, build_headers_and_payload
+from letterbox.protocol.connection import ServerProtocol
+from letterbox.protocol.framing import (
+    FrameDecoder,
+    ProtocolError,
+    build_headers_and_payload,
+    encode_command,
+)
 from letterbox.protocol.speedups import send_codec
 
 T = pb.BaseCommand
@@ -207,6 +213,54 @@ def test_the_decoder_hands_the_facts_to_the_frame() -> None:
     assert first.command.send.sequence_id == 2  # parsed from the kept bytes when asked
 
 
+def test_split_sends_takes_the_run_of_common_sends_only() -> None:
+    ping = T(type=T.PING).SerializeToString()
+    run = [frame(CLIENT_SEND, CLIENT_HP), frame(send_cmd(num_messages=3), BATCH3), frame(*UNCOMMON["bad checksum"])]
+    buf = bytearray(b"".join(run) + struct.pack(">II", 4 + len(ping), len(ping)) + ping + frame(CLIENT_SEND, CLIENT_HP))
+    c_items, c_pos = _send_codec.split_sends(buf, 0, 1 << 20)
+    assert (c_items, c_pos) == send_scan.split_sends(buf, 0, 1 << 20)
+    assert len(c_items) == 3 and c_pos == sum(map(len, run))  # stops at the PING
+    assert [item[6] is not None for item in c_items] == [True, True, False]
+    assert _send_codec.split_sends(buf, 0, len(run[0]) - 5) == ([], 0)  # too large: the decoder refuses it
+    assert _send_codec.split_sends(buf[:-1], c_pos + 12, 1 << 20) == ([], c_pos + 12)
+
+
+def test_mutated_streams_split_like_the_reference() -> None:
+    rnd = random.Random(14)
+    parts = [frame(cmd, hp) for cmd, hp in COMMON] + [frame(CLIENT_SEND, b""), frame(T(type=T.PING).SerializeToString(), b"")]
+    for _ in range(4_000):
+        buf = bytearray(mutate(rnd, b"".join(rnd.choice(parts) for _ in range(4))))
+        pos = rnd.choice([0, 0, rnd.randrange(len(buf) + 1)])
+        limit = rnd.choice([1 << 20, 200])
+        c_items, c_pos = _send_codec.split_sends(buf, pos, limit)
+        r_items, r_pos = send_scan.split_sends(buf, pos, limit)
+        assert len(c_items) <= len(r_items) and all(agree(c, r) for c, r in zip(c_items, r_items, strict=False))
+        k = len(c_items)
+        if k == len(r_items):
+            assert c_pos == r_pos, buf.hex()
+        else:  # C stopped early only at a frame whose command it does not read
+            cmd, hp = r_items[k][4], r_items[k][5]
+            start = c_pos + 8
+            assert _send_codec.decode_send(buf, start, start + len(cmd), start + len(cmd) + len(hp)) is None
+
+
+def test_the_protocol_hands_out_sends_only_once_connected() -> None:
+    proto = ServerProtocol()
+    proto.receive_data(frame(CLIENT_SEND, CLIENT_HP))
+    assert proto.take_sends() == []
+    with pytest.raises(ProtocolError):  # as before: SEND before CONNECT
+        proto.next_event()
+    proto = ServerProtocol()
+    connect = T(type=T.CONNECT)
+    connect.connect.client_version = "x"
+    proto.receive_data(encode_command(connect) + frame(CLIENT_SEND, CLIENT_HP) * 2)
+    assert proto.take_sends() == []
+    assert proto.next_event() is not None and proto.connected
+    sends = proto.take_sends()
+    assert len(sends) == (2 if send_codec is not None else 0)
+    assert proto.buffered == (0 if send_codec is not None else 2 * len(frame(CLIENT_SEND, CLIENT_HP)))
+
+
 def rss_kb() -> int:
     with open(f"/proc/{os.getpid()}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -222,6 +276,7 @@ def test_a_loop_of_calls_keeps_memory_flat() -> None:
             _send_codec.decode_send(f, *a)
             with contextlib.suppress(ValueError):
                 _send_codec.decode_send(f, 0, 1, len(f) + 1)
+            _send_codec.split_sends(f + f, 0, 1 << 20)
 
     run(20_000)
     before = rss_kb()

@@ -22,7 +22,7 @@ from letterbox.broker.topic_policies import check_new_producer
 from letterbox.broker.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
-from letterbox.protocol.framing import parse_send_payload
+from letterbox.protocol.framing import Frame, SendScan, parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
 from letterbox.protocol.send_decoder import SendCommand
 from letterbox.storage.errors import StorageError, is_storage_fault
@@ -30,7 +30,6 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx
-    from letterbox.protocol import Frame
     from letterbox.storage.position import Position
 
 log = logging.getLogger("letterbox.producer")
@@ -128,7 +127,7 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         raise NotAllowed("SEND without a message payload")
     facts = frame.facts  # checked by the compiled codec (protocol/send_scan.py says what holds)
     if facts is not None and producer.checking is None and facts[3] <= cnx.service.config.max_message_size:
-        _publish(cnx, producer, c, hp, facts[0], facts[1], facts[2])
+        _publish(cnx, producer, pid, c.sequence_id, c.highest_sequence_id, hp, facts[0], facts[1], facts[2])
         return
     try:
         meta, payload, checksum_ok = parse_send_payload(hp)
@@ -148,13 +147,36 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         except InvalidMessage as exc:
             _refuse(cnx, producer, c.sequence_id, exc)
             return
-        _publish(cnx, producer, c, hp, num, meta.publish_time, _deliver_at(meta))
+        _publish(cnx, producer, pid, c.sequence_id, c.highest_sequence_id, hp, num, meta.publish_time,
+                 _deliver_at(meta))
         return
     # a SEND waiting for its check holds its bytes: it counts toward the connection's backpressure
     cnx.flow.publish_started(len(hp))
     task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, payload, meta))
     producer.checking = task
     cnx.service.track(task)
+
+
+def handle_sends(cnx: ServerCnx, sends: list[SendScan], dispatch: Callable[[Frame], None]) -> None:
+    """A run of SEND frames read by the compiled codec (ServerProtocol.take_sends), in order:
+    one that is surely acceptable (facts, a ready producer, within max_message_size) is
+    published here; any other goes to `dispatch` as a Frame, exactly as next_event gives it."""
+    producers = cnx.producers
+    max_size = cnx.service.config.max_message_size
+    for pid, seq, num, highest, cmd, hp, facts in sends:
+        if cnx.closed:  # as _process stops reading frames once the connection is closed
+            return
+        producer = producers.get(pid)
+        if facts is None or producer is None or producer.checking is not None or facts[3] > max_size:
+            dispatch(Frame(None, hp, send=SendCommand(pid, seq, num, highest), raw=cmd, facts=facts))
+            continue
+        try:
+            _publish(cnx, producer, pid, seq, highest, hp, facts[0], facts[1], facts[2])
+        except LetterboxError as exc:  # as ServerCnx._dispatch answers a SEND's error
+            cnx.write(commands.send_error(pid, seq, exc.code, exc.message))
+        except Exception as exc:  # a bug must not take the broker down
+            log.exception("error handling SEND from %s", cnx.remote)
+            cnx.write(commands.send_error(pid, seq, ServerError.UnknownError, f"internal error: {exc}"))
 
 
 async def _check_off_loop(
@@ -180,7 +202,8 @@ async def _check_off_loop(
             return
         if not cnx.closed and cnx.producers.get(c.producer_id) is producer:
             assert frame.headers_and_payload is not None
-            _publish(cnx, producer, c, frame.headers_and_payload, num, meta.publish_time, _deliver_at(meta))
+            _publish(cnx, producer, c.producer_id, c.sequence_id, c.highest_sequence_id, frame.headers_and_payload,
+                     num, meta.publish_time, _deliver_at(meta))
             send_batch.submit_producer(cnx, producer)  # not in an input pass: store it now
     finally:
         cnx.flow.publish_done(len(frame.headers_and_payload or b""))
@@ -193,11 +216,9 @@ def _deliver_at(meta: pb.MessageMetadata) -> int | None:
 
 
 def _publish(
-    cnx: ServerCnx, producer: Producer, c: SendCommand, hp: bytes, num: int, publish_time: int,
-    deliver_at_time: int | None,
+    cnx: ServerCnx, producer: Producer, pid: int, seq: int, highest: int | None, hp: bytes, num: int,
+    publish_time: int, deliver_at_time: int | None,
 ) -> None:
-    pid, seq = c.producer_id, c.sequence_id
-    highest = c.highest_sequence_id
     top = highest if highest is not None and highest > seq else seq
     topic = producer.topic
     nbytes = len(hp)

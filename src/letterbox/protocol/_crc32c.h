@@ -11,8 +11,6 @@
 #define HW_CRC 1
 #endif
 
-typedef const uint8_t *ptr;
-
 static const uint32_t CRC_TABLE[256] = {
     0x00000000, 0xf26b8303, 0xe13b70f7, 0x1350f3f4, 0xc79a971f, 0x35f1141c, 0x26a1e7e8, 0xd4ca64eb,
     0x8ad958cf, 0x78b2dbcc, 0x6be22838, 0x9989ab3b, 0x4d43cfd0, 0xbf284cd3, 0xac78bf27, 0x5e133c24,
@@ -48,13 +46,13 @@ static const uint32_t CRC_TABLE[256] = {
     0x79b737ba, 0x8bdcb4b9, 0x988c474d, 0x6ae7c44e, 0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,
 };
 
-static uint32_t crc32c_sw(uint32_t crc, ptr p, size_t n) {
+static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t n) {
     while (n--) crc = CRC_TABLE[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
     return crc;
 }
 
 #ifdef HW_CRC
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, ptr p, size_t n) {
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p, size_t n) {
     uint64_t c = crc;
     while (n >= 8) {
         uint64_t v;
@@ -69,7 +67,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, ptr p,
 }
 #endif
 
-static uint32_t crc32c(ptr p, size_t n, int allow_hw) {
+static uint32_t crc32c(const uint8_t *p, size_t n, int allow_hw) {
 #ifdef HW_CRC
     if (allow_hw && __builtin_cpu_supports("sse4.2")) return ~crc32c_hw(0xFFFFFFFFu, p, n);
 #endif

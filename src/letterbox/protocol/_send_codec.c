@@ -22,81 +22,9 @@
 #include <string.h>
 
 #include "_crc32c.h"
+#include "_pb_wire.h"
 
-#define FALLBACK (-1)
-
-/* ------------------------------------------------------------------ wire format */
-
-/* A varint of at most ten bytes whose value fits 64 bits, in its shortest encoding; FALLBACK
- * otherwise (cut off, longer, padded, or a tenth byte above 1: protobuf would refuse it or we
- * are not sure how it reads it). */
-static int varint(ptr *pp, ptr end, uint64_t *out) {
-    ptr p = *pp;
-    uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
-        if (p >= end) return FALLBACK;
-        uint8_t b = *p++;
-        if ((i == 9 && b > 1) || (i > 0 && b == 0)) return FALLBACK;
-        v |= (uint64_t)(b & 0x7F) << (7 * i);
-        if (b < 0x80) {
-            *pp = p;
-            *out = v;
-            return 0;
-        }
-    }
-    return FALLBACK;
-}
-
-/* A field tag of one or two bytes (fields 1..2047); FALLBACK otherwise. */
-static int tag_of(ptr *pp, ptr end, uint64_t *tag) {
-    ptr p = *pp;
-    if (p < end && p[0] < 0x80) {
-        *tag = p[0];
-        *pp = p + 1;
-        return 0;
-    }
-    if (end - p >= 2 && p[1] > 0 && p[1] < 0x80) {
-        *tag = (p[0] & 0x7Fu) | (uint64_t)p[1] << 7;
-        *pp = p + 2;
-        return 0;
-    }
-    return FALLBACK;
-}
-
-/* A length-delimited field's body: [*body, *body + *len) inside `end`, *pp moved past it. */
-static int delimited(ptr *pp, ptr end, ptr *body, size_t *len) {
-    uint64_t n;
-    if (varint(pp, end, &n) || n > (uint64_t)(end - *pp)) return FALLBACK;
-    *body = *pp;
-    *len = (size_t)n;
-    *pp += n;
-    return 0;
-}
-
-/* KeyValue {required string key = 1; required string value = 2;} and nothing else. */
-static int key_value(ptr p, ptr end) {
-    int seen = 0;
-    while (p < end) {
-        uint64_t tag;
-        ptr body;
-        size_t len;
-        if (tag_of(&p, end, &tag) || (tag != 0x0A && tag != 0x12) || delimited(&p, end, &body, &len))
-            return FALLBACK;
-        seen |= tag == 0x0A ? 1 : 2;
-    }
-    return seen == 3 ? 0 : FALLBACK;
-}
-
-enum { BYTES_FIELD, KV_FIELD, VARINT_FIELD };
-
-/* Wire kind of the fields accepted from a message; -1: not accepted (fall back). */
-static int field_kind(const int8_t *kinds, size_t nkinds, uint64_t tag) {
-    uint64_t field = tag >> 3;
-    if (field >= nkinds || kinds[field] < 0) return -1;
-    int wire = (int)(tag & 7);
-    int kind = kinds[field];
-    return wire == (kind == VARINT_FIELD ? 0 : 2) ? kind : -1;
-}
+static uint32_t be32(ptr p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 /* MessageMetadata fields taken: strings/bytes 1 5 6 7 16 18 26, properties 4, varints 2 3 8
  * (0 only) 9 11 12 17 19 24 25 30. Refused: 13-15 encryption, 20 marker, 22-23 transaction,
@@ -190,7 +118,7 @@ static int64_t scan_single(ptr p, ptr end) {
 static int walk_batch(ptr p, ptr end, int64_t count) {
     for (int64_t i = 0; i < count; i++) {
         if (end - p < 4) return FALLBACK;
-        uint32_t size = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        uint32_t size = be32(p);
         p += 4;
         if (size > (size_t)(end - p)) return FALLBACK;
         int64_t body = scan_single(p, p + size);
@@ -206,14 +134,14 @@ static int64_t check_payload(ptr p, ptr end, int64_t num_messages, Meta *m, size
                              int allow_hw) {
     if (end - p >= 2 && p[0] == 0x0E && p[1] == 0x01) {
         if (end - p < 6) return FALLBACK;
-        uint32_t expected = (uint32_t)p[2] << 24 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 8 | p[5];
+        uint32_t expected = be32(p + 2);
         p += 6;
         if (crc32c(p, (size_t)(end - p), allow_hw) != expected) return FALLBACK;
     } else if (end - p >= 2 && p[0] == 0x0E && p[1] == 0x02) {
         return FALLBACK;  /* broker entry metadata */
     }
     if (end - p < 4) return FALLBACK;
-    uint32_t size = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    uint32_t size = be32(p);
     p += 4;
     if (size > (size_t)(end - p) || scan_metadata(p, p + size, m)) return FALLBACK;
     p += size;
@@ -329,6 +257,49 @@ static PyObject *decode_send(PyObject *self, PyObject *const *args, Py_ssize_t n
     return result;
 }
 
+/* The run of complete SEND frames of the common shape (with a payload) from `pos` on, each as
+ * decode_send's tuple, and the position after them. It stops at the first frame that is
+ * incomplete, out of size bounds, or anything else: the Python decoder reads that one. */
+static PyObject *split_sends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t pos, max_frame;
+    Py_buffer view;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "split_sends(buf, pos, max_frame)");
+        return NULL;
+    }
+    if (index_arg(args[1], &pos) || index_arg(args[2], &max_frame)) return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *items = NULL, *result = NULL;
+    ptr base = (ptr)view.buf;
+    if (pos < 0 || pos > view.len) {
+        PyErr_SetString(PyExc_ValueError, "split_sends: need 0 <= pos <= len(buf)");
+        goto done;
+    }
+    if ((items = PyList_New(0)) == NULL) goto done;
+    while (view.len - pos >= 8) {
+        uint32_t total = be32(base + pos), cmd_size = be32(base + pos + 4);
+        if (total > (uint64_t)max_frame || total < 4 || total > (uint64_t)(view.len - pos - 4) ||
+            cmd_size > total - 4 || cmd_size <= 3 || base[pos + 8] != 0x08 || base[pos + 9] != 0x06)
+            break;
+        Py_ssize_t start = pos + 8, end = pos + 4 + (Py_ssize_t)total;
+        PyObject *item = decode_send_impl(base, start, start + (Py_ssize_t)cmd_size, end, 1);
+        if (item == NULL) goto done;
+        if (item == Py_None) {
+            Py_DECREF(item);
+            break;
+        }
+        int failed = PyList_Append(items, item);
+        Py_DECREF(item);
+        if (failed) goto done;
+        pos = end;
+    }
+    result = Py_BuildValue("(On)", items, pos);
+done:
+    Py_XDECREF(items);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyObject *crc32c_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_buffer view;
     int allow_hw = 1;
@@ -346,6 +317,8 @@ static PyObject *crc32c_py(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyMethodDef methods[] = {
     {"decode_send", (PyCFunction)(void (*)(void))decode_send, METH_FASTCALL,
      "One SEND frame: None, or its fields, bytes and checked facts (see the module header)."},
+    {"split_sends", (PyCFunction)(void (*)(void))split_sends, METH_FASTCALL,
+     "The run of common SEND frames at `pos`: (list of decode_send tuples, position after them)."},
     {"crc32c", (PyCFunction)(void (*)(void))crc32c_py, METH_FASTCALL,
      "CRC32C of a buffer (hardware=False forces the table)."},
     {NULL, NULL, 0, NULL},

@@ -18,6 +18,7 @@ from letterbox.protocol.framing import (
     Frame,
     FrameDecoder,
     ProtocolError,
+    SendScan,
     UnknownCommand,
 )
 
@@ -70,6 +71,13 @@ class ServerProtocol:
             raise ProtocolError(f"{name} not allowed in state {prev.value}")
         self.state = nxt
         return frame
+
+    def take_sends(self) -> list[SendScan]:
+        """Once CONNECTED: the run of common SEND frames next in the buffer, read by the
+        compiled codec (FrameDecoder.take_sends); [] otherwise."""
+        if self.state is not State.CONNECTED:
+            return []
+        return self._decoder.take_sends()
 
     @property
     def buffered(self) -> int:

@@ -38,11 +38,16 @@ _HEADER = struct.Struct(">II")
 _MAGIC_CRC_BYTES = _U16.pack(MAGIC_CRC32C)
 _SEND = pb.BaseCommand.SEND
 _SMALL_FRAME = 4096  # frames up to this size are copied out by slicing, larger ones through a view
-_Facts = tuple[int, int, int | None, int]
-# the compiled SEND reader (protocol/send_scan.py is its reference and states the contract)
-_decode_send: Callable[[bytearray, int, int, int],
-                       tuple[int, int, int | None, int | None, bytes, bytes, _Facts | None] | None] | None
+# A SEND read by the compiled codec (protocol/send_scan.py is its reference and states the
+# contract): (messages, publish_time, deliver_at_time, payload length) when surely acceptable,
+# and (producer_id, sequence_id, num_messages, highest_sequence_id, command bytes,
+# headers_and_payload, those facts or None) per frame.
+SendFacts = tuple[int, int, int | None, int]
+SendScan = tuple[int, int, int | None, int | None, bytes, bytes, SendFacts | None]
+_decode_send: Callable[[bytearray, int, int, int], SendScan | None] | None
 _decode_send = send_codec.decode_send if send_codec is not None else None
+_split_sends: Callable[[bytearray, int, int], tuple[list[SendScan], int]] | None
+_split_sends = send_codec.split_sends if send_codec is not None else None
 
 
 class ProtocolError(Exception):
@@ -78,14 +83,14 @@ class Frame:
     `type` is the command's type; `send` holds a SEND's fields (every SEND frame has
     them). A SEND of the common shape is decoded without protobuf (send_decoder.py):
     its `command` is parsed from the kept bytes only when something asks for it.
-    `facts` (send_scan.SendFacts) are set when the compiled codec found the SEND surely
+    `facts` (SendFacts) are set when the compiled codec found the SEND surely
     acceptable: (messages, publish_time, deliver_at_time, payload length)."""
 
     __slots__ = ("_command", "_raw", "facts", "headers_and_payload", "send", "type")
 
     def __init__(self, command: pb.BaseCommand | None, headers_and_payload: bytes | None = None,
                  *, send: SendCommand | None = None, raw: bytes = b"",
-                 facts: _Facts | None = None) -> None:
+                 facts: SendFacts | None = None) -> None:
         self._command = command
         self._raw = raw
         self.headers_and_payload = headers_and_payload
@@ -300,6 +305,15 @@ class FrameDecoder:
         except ProtocolError as exc:
             self._error = exc
             raise
+
+    def take_sends(self) -> list[SendScan]:
+        """The run of complete SEND frames of the common shape at the front of the buffer, as
+        the compiled codec reads them (send_scan.split_sends); [] without the codec, after an
+        error, or when the next frame is anything else (next_frame reads that one)."""
+        if _split_sends is None or self._error is not None:
+            return []
+        sends, self._pos = _split_sends(self._buf, self._pos, self._max)
+        return sends
 
     def _next(self) -> Frame | None:
         buf = self._buf

@@ -13,18 +13,14 @@
 #   * the command and headers_and_payload bytes are copies of the frame's, as they came.
 from __future__ import annotations
 
+import struct
+
 from letterbox.protocol import pulsar_api_pb2 as pb
-from letterbox.protocol.framing import MalformedFrame, parse_send_payload
+from letterbox.protocol.framing import MalformedFrame, SendFacts, SendScan, parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, opaque
 from letterbox.protocol.send_decoder import decode_send_command
 
-__all__ = ["SendFacts", "SendScan", "decode_send", "send_facts"]
-
-# (messages in the payload, publish_time, deliver_at_time, payload length)
-SendFacts = tuple[int, int, int | None, int]
-# (producer_id, sequence_id, num_messages, highest_sequence_id, command bytes,
-#  headers_and_payload, facts)
-SendScan = tuple[int, int, int | None, int | None, bytes, bytes, SendFacts | None]
+__all__ = ["SendFacts", "SendScan", "decode_send", "send_facts", "split_sends"]
 
 
 def send_facts(num_messages: int | None, hp: bytes) -> SendFacts | None:
@@ -55,3 +51,24 @@ def decode_send(buf: bytes | bytearray, start: int, cmd_end: int, end: int) -> S
     hp = bytes(buf[cmd_end:end])
     return (send.producer_id, send.sequence_id, send.num_messages, send.highest_sequence_id, raw, hp,
             send_facts(send.num_messages, hp))
+
+
+def split_sends(buf: bytes | bytearray, pos: int, max_frame: int) -> tuple[list[SendScan], int]:
+    """The run of complete SEND frames of the common shape (with a payload) from `pos` on, each
+    as decode_send reads it, and the position after them. Stops at the first frame that is
+    incomplete, out of size bounds or anything else: FrameDecoder reads (or refuses) that one."""
+    if not 0 <= pos <= len(buf):
+        raise ValueError("split_sends: need 0 <= pos <= len(buf)")
+    items: list[SendScan] = []
+    n = len(buf)
+    while n - pos >= 8:
+        total, cmd_size = struct.unpack_from(">II", buf, pos)
+        if (total > max_frame or total < 4 or total > n - pos - 4 or cmd_size > total - 4 or cmd_size <= 3
+                or buf[pos + 8] != 0x08 or buf[pos + 9] != pb.BaseCommand.SEND):
+            break
+        item = decode_send(buf, pos + 8, pos + 8 + cmd_size, pos + 4 + total)
+        if item is None:
+            break
+        items.append(item)
+        pos += 4 + total
+    return items, pos
