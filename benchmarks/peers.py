@@ -167,6 +167,8 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
     seconds = float(t_done) - float(prod["t_start"]) if isinstance(t_done, float) else float("nan")  # type: ignore[arg-type]
     return {
         "system": system, "workload": workload, "messages": n, "seconds": round(seconds, 3),
+        # from the producer's last receipt to the clock's stop (W2: the failing messages' last rounds)
+        "tail_s": round(float(t_done) - float(prod["t_end"]), 3) if isinstance(t_done, float) else float("nan"),  # type: ignore[arg-type]
         "msg_per_s": round(n / seconds) if seconds == seconds else 0,
         "broker_cpu_s": round(broker_cpu, 3), "client_cpu_s": round(float(prod["cpu_s"]) + float(result["cpu_s"]), 3),  # type: ignore[arg-type]
         "producer_cpu_s": prod["cpu_s"], "consumer_cpu_s": result["cpu_s"],

@@ -194,7 +194,7 @@ class RedeliveryTracker:
             deliveries.pop_due(entry_id)
         policy = self.sub.policy
         if policy.dead_letter is not None or policy.backoff is not None:
-            deliveries.delivered(entry_id, self.now_ms())
+            deliveries.delivered(entry_id, self.clock.now_ms())
 
     def delay(self, entry_id: int, deliver_at_ms: int) -> None:
         """Hold an entry back until `deliver_at_ms`, then queue it for dispatch."""

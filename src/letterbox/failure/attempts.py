@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from letterbox.failure.decide import (
@@ -147,10 +148,23 @@ def attempts_property(attempts: list[Attempt]) -> str:
 
 def attempts_property_rows(rows: Sequence[Sequence[Any]]) -> str:
     """attempts_property() of the attempts these stored rows are (Attempt.from_row), the
-    same text, without making an Attempt per row (one per dead letter and attempt)."""
-    return json.dumps([{"deliveredAt": int(d) or None, "endedAt": int(e) or None, "consumer": c, "address": a,
-                        "ending": str(n), "reason": r} for d, e, c, a, n, r in rows],
-                      separators=(",", ":"), ensure_ascii=False)
+    same text, without making an Attempt per row (one per dead letter and attempt) and
+    without json.dumps's per-call set-up: each object written as json.dumps would."""
+    out = []
+    for d, e, c, a, n, r in rows:
+        d, e = int(d), int(e)
+        out.append(f'{{"deliveredAt":{d or "null"},"endedAt":{e or "null"},"consumer":{_json_value(c)},'
+                   f'"address":{_json_value(a)},"ending":{_json_string(str(n))},"reason":{_json_value(r)}}}')
+    return "[" + ",".join(out) + "]"
+
+
+def _json_value(value: Any) -> str:  # (_json_string: what json.dumps(ensure_ascii=False) uses for a str)
+    """json.dumps(value, separators=(",", ":"), ensure_ascii=False)."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return _json_string(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_attempts_property(value: str | None) -> list[Attempt]:

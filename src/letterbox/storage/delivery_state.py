@@ -86,8 +86,9 @@ class DeliveryState:
     # ---- delivery times and backoff ----
 
     def delivered(self, entry_id: int, now_ms: int) -> None:
-        first = self.times.get(entry_id, (now_ms, now_ms))[0]
-        self.times[entry_id] = (first, now_ms)
+        times = self.times
+        t = times.get(entry_id)
+        times[entry_id] = (now_ms, now_ms) if t is None else (t[0], now_ms)
         # (the record is not marked changed: the next count change, which follows every
         # failed delivery, writes the times; the record holds those of its last change)
 
@@ -126,10 +127,12 @@ class DeliveryState:
             counted = self._counted.get(b)
             if counted is not None:
                 counted.discard(entry_id)
-        self.counts.pop(entry_id, None)
-        self.index_counts.pop(entry_id, None)
+            self.counts.pop(entry_id, None)
+            self.due.pop(entry_id, None)
+        # (an acked message that never failed, the common case, only has its delivery time)
         self.times.pop(entry_id, None)
-        self.due.pop(entry_id, None)
+        if self.index_counts:
+            self.index_counts.pop(entry_id, None)
         if self.attempts.rows:
             self.attempts.forget(entry_id)
 
