@@ -20,6 +20,7 @@ from letterbox.broker.handlers_producer import handle_sends
 from letterbox.broker.send_batch import submit as submit_sends
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
+from letterbox.protocol.speedups import send_codec
 from letterbox.security.tls import peer_common_name
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ KEEPALIVE_SECONDS = 30.0
 # permits' worth of (large) messages in memory
 FLUSH_BYTES = 1024 * 1024
 T = pb.BaseCommand
+_SEND_RUNS = send_codec is not None  # ServerProtocol.take_sends can give anything
 
 
 class ServerCnx(asyncio.Protocol):
@@ -106,7 +108,7 @@ class ServerCnx(asyncio.Protocol):
         frames = 0
         # runs of common SENDs are read by the compiled codec in one call (take_sends); tried
         # first and again after each SEND next_event gives, so other frames cost nothing extra
-        try_sends = self.refusal is None
+        try_sends = _SEND_RUNS and self.refusal is None
         try:
             while not self.closed and not self._input_held:
                 if try_sends:
@@ -121,7 +123,7 @@ class ServerCnx(asyncio.Protocol):
                     break
                 frames += 1
                 if frame.type == T.SEND:
-                    try_sends = self.refusal is None
+                    try_sends = _SEND_RUNS and self.refusal is None
                 elif self.send_batches:
                     submit_sends(self)  # the SENDs before it are stored first
                 self._dispatch(frame)
