@@ -198,6 +198,43 @@ def test_mutated_frames_never_disagree_with_the_reference() -> None:
     assert facts > 1_000 and fallbacks > 1_000  # both outcomes were exercised
 
 
+def varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    return bytes(out) + bytes([v])
+
+
+def random_field(rnd: random.Random) -> bytes:
+    """A field of MessageMetadata's numbers (known, refused or unknown) with any wire type."""
+    field, wire = rnd.choice([1, 2, 3, 4, 8, 9, 11, 12, 13, 19, 20, 27, 29, 31]), rnd.choice([0, 0, 2, 2, 1, 5])
+    tag = varint(field << 3 | wire)
+    if wire == 0:
+        return tag + varint(rnd.choice([0, 1, 2, 2**31 - 1, 2**31, 2**32, 2**63, 2**64 - 1, rnd.getrandbits(64)]))
+    if wire == 2:
+        body = rnd.choice([b"", b"ab", b"\x0a\x01k\x12\x01v", b"\x0a\x01k", b"\x12\x01v", rnd.randbytes(3)])
+        return tag + varint(len(body)) + body
+    return tag + rnd.randbytes(8 if wire == 1 else 4)
+
+
+def test_metadata_with_random_fields_never_disagrees_with_the_reference() -> None:
+    rnd = random.Random(15)
+    facts = 0
+    for _ in range(6_000):
+        cmd, hp = rnd.choice(COMMON)
+        checked = hp[6:] if hp[:2] == b"\x0e\x01" else hp
+        (size,) = struct.unpack_from(">I", checked)
+        meta, payload = checked[4 : 4 + size], checked[4 + size :]
+        for _ in range(rnd.choice([1, 1, 1, 2, 3])):
+            at = rnd.randrange(len(meta) + 1)
+            meta = meta[:at] + random_field(rnd) + meta[at:]
+        c, ref = both(cmd, build_headers_and_payload(meta, payload))
+        assert agree(c, ref), (cmd.hex(), meta.hex())
+        facts += c is not None and c[6] is not None
+    assert facts > 100  # fields C reads (e.g. a property, a varint it takes) were inserted too
+
+
 def test_the_decoder_hands_the_facts_to_the_frame() -> None:
     dec = FrameDecoder()
     dec.feed(frame(CLIENT_SEND, CLIENT_HP) + frame(send_cmd(num_messages=3), BATCH3))

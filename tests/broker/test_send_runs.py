@@ -1,0 +1,62 @@
+"""SENDs arriving together in one write -- which the broker reads as one run through the
+compiled codec (ServerProtocol.take_sends, handlers_producer.handle_sends) -- are each
+answered as if they had come alone: good ones stored and receipted, a bad checksum, a lying
+count, an unknown producer or a compressed message taking the full path with its own answer,
+in the middle of the run, without disturbing the SENDs around them."""
+from __future__ import annotations
+
+import cramjam
+import pulsar
+
+from letterbox.errors import ServerError
+from letterbox.protocol import client_commands, pb
+from letterbox.protocol.compression import ZSTD
+from tests.broker import test_robustness as robustness
+from tests.broker.test_robustness import RawConn, topic_name
+from tests.broker.test_untrusted_counts import batch, message, official, receive_all
+
+T = pb.BaseCommand
+raw = robustness.raw
+survivor = robustness.survivor
+others_unaffected = robustness.others_unaffected
+__all__ = ["official", "others_unaffected", "raw", "survivor"]
+
+
+def test_a_run_of_sends_in_one_write_is_answered_send_by_send(raw: RawConn, official: pulsar.Client) -> None:
+    topic = topic_name("runs")
+    consumer = official.subscribe(topic, "watcher")
+    raw.handshake()
+    raw.create_producer(topic, 1, 1)
+    corrupt = bytearray(message(1, b"corrupted"))
+    corrupt[-1] ^= 0xFF
+    zipped = bytes(cramjam.zstd.compress(b"zipped"))
+    frames = [
+        client_commands.send(1, 0, 1, message(0, b"m0")),
+        client_commands.send(1, 1, 1, bytes(corrupt)),
+        client_commands.send(1, 2, 2, message(2, b"lying count")),
+        client_commands.send(9, 3, 1, message(3, b"no such producer")),
+        client_commands.send(1, 4, 3, batch(4, [b"b0", b"b1", b"b2"])),
+        client_commands.send(1, 5, 1, message(5, zipped, compression=ZSTD, uncompressed_size=6)),
+        client_commands.send(1, 6, 1, message(6, b"m6")),
+    ]
+    raw.send(b"".join(frames))
+    answers: dict[tuple[int, int], str] = {}
+    for _ in frames:
+        frame = raw.read_frame()
+        if frame.type == T.SEND_RECEIPT:
+            r = frame.command.send_receipt
+            answers[(r.producer_id, r.sequence_id)] = "receipt"
+        else:
+            assert frame.type == T.SEND_ERROR, frame
+            e = frame.command.send_error
+            answers[(e.producer_id, e.sequence_id)] = ServerError(e.error).name
+    assert answers == {
+        (1, 0): "receipt",
+        (1, 1): "ChecksumError",
+        (1, 2): "ChecksumError",  # refused by the message check (see handlers_producer._refuse)
+        (9, 3): "NotAllowedError",
+        (1, 4): "receipt",
+        (1, 5): "receipt",
+        (1, 6): "receipt",
+    }
+    receive_all(consumer, [b"m0", b"b0", b"b1", b"b2", b"zipped", b"m6"])
