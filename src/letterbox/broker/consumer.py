@@ -91,6 +91,21 @@ class Consumer:
             enc = self._encoder = MessageEncoder(self.consumer_id, pos.ledger_id, self.partition_index)
         return enc.frame(eid, redelivery_count, ack_set, entry.data)
 
+    def booked_run(self, ledger_id: int, entry_ids: list[int], nums: list[int], messages: int) -> MessageEncoder:
+        """booked_message for a run of entries new to this consumer, all below what
+        unblocked_room leaves (`messages` = sum of nums): booked in one step; returns the
+        encoder of their MESSAGE frames, which the caller builds and writes."""
+        self.pending.add_run(entry_ids, nums, messages)
+        if self.permits >= messages:
+            self.permits -= messages
+        else:
+            self.take_permits(messages)
+        self.msg_out += messages
+        enc = self._encoder
+        if enc is None or enc.ledger_id != ledger_id:
+            enc = self._encoder = MessageEncoder(self.consumer_id, ledger_id, self.partition_index)
+        return enc
+
     def send_raw(self, ledger_id: int, entry_id: int, num_messages: int, data: bytes) -> None:
         """Non-persistent delivery: no pending-ack bookkeeping."""
         self.take_permits(num_messages)

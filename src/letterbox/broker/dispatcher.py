@@ -16,6 +16,9 @@
 #   (Consumer.booked_message), after the tracker has recorded the delivery. The
 #   frames of consecutive entries for one consumer are written with one write, in
 #   entry order, before the round ends or another consumer's frames are written.
+# - For the sole consumer of a round, a run of entries that need no look of their own is
+#   read as rows and booked, tracked and framed with one call each (dispatch_runs.py);
+#   every other entry goes through the per-entry path below.
 # This base class, with no consumer selection, is also the dispatcher of a
 # subscription that has never had a consumer.
 from __future__ import annotations
@@ -26,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from letterbox.broker import dispatch_rate
 from letterbox.broker.compacted_reads import compacted_ack_set, compacted_entry, read_compacted
+from letterbox.broker.dispatch_runs import plain_run_length, send_plain_run
 from letterbox.broker.unacked_limits import unblocked_room
+from letterbox.storage.cache import entry_of
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
@@ -148,6 +153,7 @@ class Dispatcher:
         # and no unacked-limit look while its bookings stay below the room left
         sole = self.sole_consumer()
         room = unblocked_room(sole) if sole is not None else 0
+        runs = sole is not None and quarantine is None and not throttled and not sub.read_compacted
         try:
             while (
                 self.read_position <= last
@@ -155,16 +161,41 @@ class Dispatcher:
                 and examined < MAX_EXAMINED_PER_ROUND
                 and self.any_available()
             ):
-                compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
-                if compacted is not None:
-                    entries = compacted
+                if runs:  # plain runs for the sole consumer, the rest entry by entry
+                    assert sole is not None
+                    rows, delivers = ledger.read_rows(self.read_position, READ_BATCH)
+                    if not rows:
+                        break
+                    examined += len(rows)
+                    k, messages = plain_run_length(sub, sole, rows, delivers, room, MAX_ENTRIES_PER_ROUND - sent,
+                                                   RUN_WRITE_BYTES)
+                    if k:
+                        run = sole
+                        new = send_plain_run(sub, sole, rows[:k] if k < len(rows) else rows, messages)
+                        self.read_position = rows[k - 1][1] + 1
+                        room -= messages
+                        sent += k
+                        frames += new
+                        run_bytes += sum(map(len, new))
+                        if run_bytes >= RUN_WRITE_BYTES:
+                            sole.cnx.write(b"".join(frames))
+                            frames = []
+                            run_bytes = 0
+                        if k == len(rows) or not sole.available:
+                            continue
+                        rows, delivers = rows[k:], delivers[k:]
+                    entries = [entry_of(r, d) for r, d in zip(rows, delivers, strict=True)]
                 else:
-                    if self.read_position < ledger.first_position.entry_id:
-                        self.read_position = ledger.first_position.entry_id
-                    entries = ledger.read_entries(self.read_position, READ_BATCH)
-                if not entries:
-                    break
-                examined += len(entries)
+                    compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
+                    if compacted is not None:
+                        entries = compacted
+                    else:
+                        if self.read_position < ledger.first_position.entry_id:
+                            self.read_position = ledger.first_position.entry_id
+                        entries = ledger.read_entries(self.read_position, READ_BATCH)
+                    if not entries:
+                        break
+                    examined += len(entries)
                 for entry in entries:
                     eid = entry.position.entry_id
                     if cursor.is_acked(eid) or tracker.hold(entry):

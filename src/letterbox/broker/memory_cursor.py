@@ -29,6 +29,15 @@ class MemoryCursor:
     def is_acked(self, entry_id: int) -> bool:
         return entry_id <= self._md or entry_id in self._acked
 
+    def first_acked_from(self, entry_id: int) -> int:
+        """The first acknowledged entry id >= entry_id (a number past any id if none)."""
+        if entry_id <= self._md:
+            return entry_id
+        return min((e for e in self._acked if e >= entry_id), default=1 << 63)
+
+    def has_partial_batches(self) -> bool:
+        return bool(self._batches)
+
     def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int:
         return self.deliveries.count(entry_id, batch_index)
 

@@ -196,6 +196,19 @@ class RedeliveryTracker:
         if policy.dead_letter is not None or policy.backoff is not None:
             deliveries.delivered(entry_id, self.clock.now_ms())
 
+    def on_send_run(self, entry_ids: list[int]) -> None:
+        """on_send for each of many entries the dispatcher is sending together."""
+        deliveries = self.sub.cursor.deliveries
+        if deliveries.due:
+            for eid in entry_ids:
+                deliveries.pop_due(eid)
+        policy = self.sub.policy
+        if policy.dead_letter is not None or policy.backoff is not None:
+            now = self.now_ms()
+            delivered = deliveries.delivered
+            for eid in entry_ids:
+                delivered(eid, now)
+
     def delay(self, entry_id: int, deliver_at_ms: int) -> None:
         """Hold an entry back until `deliver_at_ms`, then queue it for dispatch."""
         if not self._delayed.add(entry_id, deliver_at_ms):

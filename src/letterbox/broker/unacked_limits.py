@@ -11,7 +11,7 @@
 # and the subscription code that fills and drains the map is unchanged.
 # Invariant: `total` is the sum of the values; every change goes through the
 # owner's `on_change(delta)`, except additions that unblocked_room says change no
-# flag (add_quiet: a dispatch round booking entries for one consumer).
+# flag (add_quiet / add_run: a dispatch round booking entries for one consumer).
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -60,6 +60,16 @@ class PendingAcks(dict[int, int]):
             return
         dict.__setitem__(self, key, value)
         self.total += value
+
+    def add_run(self, keys: list[int], values: list[int], total: int) -> None:
+        """add_quiet for many new keys at once (`total` = sum of values); keys already
+        present are set one by one as add_quiet does."""
+        if not self.keys().isdisjoint(keys):
+            for key, value in zip(keys, values, strict=True):
+                self.add_quiet(key, value)
+            return
+        dict.update(self, zip(keys, values, strict=True))
+        self.total += total
 
     def discard_many(self, keys: list[int]) -> list[int]:
         """Remove the keys present (one owner notification for all); return the absent ones."""

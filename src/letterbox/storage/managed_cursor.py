@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -37,6 +38,7 @@ from .position import Position
 from .range_text import RangeText
 
 STATE_VERSION = 2
+_PAST_ANY = 1 << 63
 
 
 class CursorLedger(Protocol):
@@ -89,6 +91,22 @@ class ManagedCursor:
 
     def is_acked(self, entry_id: int) -> bool:
         return entry_id <= self._md or entry_id in self._ranges
+
+    def first_acked_from(self, entry_id: int) -> int:
+        """The first acknowledged entry id >= entry_id (a number past any id if none)."""
+        if entry_id <= self._md:
+            return entry_id
+        ranges = self._ranges
+        if not ranges.starts:
+            return _PAST_ANY
+        i = bisect_right(ranges.ends, entry_id - 1)  # the first range ending at or after entry_id
+        if i == len(ranges.starts):
+            return _PAST_ANY
+        return max(ranges.starts[i], entry_id)
+
+    def has_partial_batches(self) -> bool:
+        """Whether some entry is a partly acknowledged batch (batch_ack_set not None)."""
+        return bool(self._batches)
 
     def individually_acked_ranges(self) -> list[tuple[int, int]]:
         return self._ranges.to_list()
