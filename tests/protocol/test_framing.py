@@ -1,6 +1,7 @@
 """Frame encoding/decoding, payload headers and the incremental decoder."""
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
@@ -157,6 +158,36 @@ def test_byte_by_byte() -> None:
     assert [f.command.send.sequence_id for f in sends] == list(range(50))
     hp = sends[7].headers_and_payload
     assert hp is not None and parse_headers_and_payload(hp).payload == b"m" * 7
+
+
+def test_any_chunking_gives_the_same_frames_through_runs_and_single_frames() -> None:
+    """Bytes read in place, incomplete frames carried over, runs of SENDs taken whole
+    (take_sends) or frame by frame: every chunking gives the same 100 frames; a bytearray
+    changed after it was fed changes nothing."""
+    data, count = _mixed_stream()
+    rnd = random.Random(3)
+    for _ in range(40):
+        d = FrameDecoder()
+        seqs: list[int] = []
+        pings = pos = 0
+        while pos < len(data):
+            n = rnd.randint(1, 400)
+            chunk = bytearray(data[pos : pos + n]) if rnd.random() < 0.3 else data[pos : pos + n]
+            d.feed(chunk)  # type: ignore[arg-type]  # callers may pass any bytes-like
+            if isinstance(chunk, bytearray):
+                chunk[:] = b"\xff" * len(chunk)
+            pos += n
+            while True:
+                seqs += [send[1] for send in d.take_sends()]
+                f = d.next_frame()
+                if f is None:
+                    break
+                if f.type == T.SEND:
+                    assert f.send is not None
+                    seqs.append(f.send.sequence_id)
+                else:
+                    pings += 1
+        assert seqs == list(range(50)) and pings == count - 50 and d.buffered == 0
 
 
 def test_pipelined_in_one_feed() -> None:
