@@ -1,6 +1,7 @@
 # Server-side connection state, sans-IO (in the spirit of h11): bytes go in
-# through receive_data(), frames come out of next_event(), and the only state
-# kept is the decoder plus where we are in the handshake.
+# through receive_data(), frames come out of next_event() (and, once CONNECTED,
+# runs of common SENDs out of take_sends()), and the only state kept is the
+# decoder plus where we are in the handshake.
 #
 #   AWAITING_CONNECT --CONNECT--> CONNECTED --close()/error--> CLOSED
 #

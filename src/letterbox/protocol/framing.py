@@ -12,7 +12,10 @@
 # Invariants: `total` never counts its own 4 bytes; the checksum covers every
 # byte after the checksum field; headers_and_payload is opaque to the decoder
 # and to encode_payload_command (stored and re-sent byte for byte); a decoder
-# that raised a framing error stays poisoned.
+# that raised a framing error stays poisoned. With the compiled codec, SEND frames
+# are read by _send_codec (send_scan.py is its reference): one at a time in _next,
+# or a whole run by take_sends, which stops at any frame it does not read so that
+# every error is still raised here.
 from __future__ import annotations
 
 import struct
