@@ -196,12 +196,15 @@ class TrimOp(WriteOp):
 
     def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
         lid = self.ledger.ledger_id
-        row = conn.execute(
-            "SELECT COALESCE(SUM(size), 0) FROM entries WHERE ledger_id = ? AND entry_id <= ?",
+        # one pass for the bytes freed and whether a payload file is among the rows
+        freed, files = conn.execute(
+            "SELECT COALESCE(SUM(size), 0), COUNT(CASE WHEN typeof(data) = 'text' THEN 1 END) "
+            "FROM entries WHERE ledger_id = ? AND entry_id <= ?",
             (lid, self.upto),
         ).fetchone()
-        self.freed_bytes = int(row[0])
-        self.released = payload_files_of(conn, "ledger_id = ? AND entry_id <= ?", (lid, self.upto))
+        self.freed_bytes = int(freed)
+        if files:
+            self.released = payload_files_of(conn, "ledger_id = ? AND entry_id <= ?", (lid, self.upto))
         conn.execute("DELETE FROM entries WHERE ledger_id = ? AND entry_id <= ?", (lid, self.upto))
         conn.execute(
             "UPDATE ledgers SET first_entry_id = max(first_entry_id, ?) WHERE ledger_id = ?",
