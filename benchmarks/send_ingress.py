@@ -5,7 +5,7 @@ SENDs in the buffer as tuples, FrameDecoder.take_sends) and with the Python/prot
 process.
 Prints the minimum over the repetitions, in microseconds per SEND.
 
-    python benchmarks/send_ingress.py [--reps 40] [--batch 0]
+    python benchmarks/send_ingress.py [--reps 40] [--batch 0] [--frames 1000]
 """
 from __future__ import annotations
 
@@ -92,10 +92,13 @@ def best(fn: object, data: bytes, reps: int) -> float:
 
 
 def main() -> None:
+    global N
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--batch", type=int, default=0, help="messages per SEND (0: unbatched)")
+    ap.add_argument("--frames", type=int, default=N, help="SEND frames per repetition")
     args = ap.parse_args()
+    N = args.frames
     data = frames(args.batch)
     codec = framing._decode_send
     assert codec is not None, "the compiled codec is not built (make codecs)"
@@ -108,7 +111,7 @@ def main() -> None:
     assert compiled_runs(data) == (args.batch or 1) * N
     new = best(compiled_path, data, args.reps)
     runs = best(compiled_runs, data, args.reps)
-    print(f"batch={args.batch}: python/protobuf path {old:.2f} us/SEND; compiled, a Frame per SEND "
+    print(f"batch={args.batch}, {N} SENDs: python/protobuf path {old:.2f} us/SEND; compiled, a Frame per SEND "
           f"{new:.2f} ({(1 - new / old) * 100:.0f} % less); compiled, runs (take_sends) {runs:.2f} "
           f"({(1 - runs / old) * 100:.0f} % less); min of {args.reps} x {N}")
 

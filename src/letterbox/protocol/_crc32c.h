@@ -52,8 +52,42 @@ static uint32_t crc32c_sw(uint32_t crc, const uint8_t *p, size_t n) {
 }
 
 #ifdef HW_CRC
+/* a * b modulo the CRC polynomial, bit-reflected (x^0 is the top bit) */
+static uint32_t crc32c_multmodp(uint32_t a, uint32_t b) {
+    uint32_t m = (uint32_t)1 << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+#define CRC_LANE 4096            /* bytes per lane of the three-lane loop */
+#define CRC_LANE_SHIFT 0x35d73a62u /* x^(8 * CRC_LANE) modulo the polynomial */
+
+/* Three independent lanes of CRC_LANE bytes at a time (the instruction's latency is three
+ * times its throughput), joined by shifting the earlier lanes' CRCs past the later ones. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p, size_t n) {
     uint64_t c = crc;
+    while (n >= 3 * CRC_LANE) {
+        uint64_t c1 = 0, c2 = 0, v0, v1, v2;
+        for (size_t i = 0; i < CRC_LANE; i += 8) {
+            memcpy(&v0, p + i, 8);
+            memcpy(&v1, p + CRC_LANE + i, 8);
+            memcpy(&v2, p + 2 * CRC_LANE + i, 8);
+            c = _mm_crc32_u64(c, v0);
+            c1 = _mm_crc32_u64(c1, v1);
+            c2 = _mm_crc32_u64(c2, v2);
+        }
+        c = crc32c_multmodp(CRC_LANE_SHIFT, (uint32_t)c) ^ (uint32_t)c1;
+        c = crc32c_multmodp(CRC_LANE_SHIFT, (uint32_t)c) ^ (uint32_t)c2;
+        p += 3 * CRC_LANE;
+        n -= 3 * CRC_LANE;
+    }
     while (n >= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
