@@ -19,7 +19,9 @@ consumer process (_peers_pulsar.py / _peers_nats.py):
 The clock runs from the producer's first send to the consumer's last ack (W2: until every good
 message is acked and every failing one is in the dead letter topic, each once). Broker CPU is
 utime+stime from /proc/<pid>/stat over that span; client CPU is the producer's plus the
-consumer's own (getrusage, every thread) over their work. The table shows the median of the
+consumer's own (getrusage, every thread) over their work; "producer busy" is the producer
+process's CPU over its own span (send .. last receipt) -- near 1.0 it used a whole core, so the
+client library, not the broker, set the pace. The table shows the median of the
 runs for msg/s, seconds and CPU, and the worst run for dead letters, duplicates and lost;
 --json prints every run. W2 producers send unbatched (every message its own entry, as
 every redelivery and dead-letter move travels).
@@ -172,6 +174,9 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
         "msg_per_s": round(n / seconds) if seconds == seconds else 0,
         "broker_cpu_s": round(broker_cpu, 3), "client_cpu_s": round(float(prod["cpu_s"]) + float(result["cpu_s"]), 3),  # type: ignore[arg-type]
         "producer_cpu_s": prod["cpu_s"], "consumer_cpu_s": result["cpu_s"],
+        # the producer process's CPU over its own send..last-receipt span: near 1.0 it used a whole
+        # core (its client library is the limit), well below it waited on the broker
+        "producer_busy": round(float(prod["cpu_s"]) / max(float(prod["t_end"]) - float(prod["t_start"]), 1e-9), 2),  # type: ignore[arg-type]
         "send_errors": prod["errors"], "dead_letters": result["dead_letters"], "duplicates": result["duplicates"],
         "lost": result["lost"], "good_in_dlq": result["good_in_dlq"], "complete": result["complete"],
         "deliveries": result["deliveries"], "nacks": result["nacks"],
@@ -215,7 +220,7 @@ def summarise(runs: list[dict[str, object]], systems: list[str], workloads: list
                 "workload": workload, "system": system, "messages": n, "msg_per_s": round(med("msg_per_s")),
                 "seconds": round(med("seconds"), 3), "broker_cpu_s": round(med("broker_cpu_s"), 3),
                 "broker_us_per_msg": round(med("broker_cpu_s") / n * 1e6, 1),
-                "client_cpu_s": round(med("client_cpu_s"), 3),
+                "client_cpu_s": round(med("client_cpu_s"), 3), "producer_busy": round(med("producer_busy"), 2),
                 "dead_letters": sorted({r["dead_letters"] for r in rs}),  # type: ignore[type-var]
                 "duplicates": max(int(r["duplicates"]) for r in rs),  # type: ignore[call-overload]
                 "lost": max(int(r["lost"]) for r in rs),  # type: ignore[call-overload]
@@ -226,13 +231,13 @@ def summarise(runs: list[dict[str, object]], systems: list[str], workloads: list
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    head = ("| workload | system | msg/s | seconds | broker CPU s (µs/msg) | client CPU s "
-            "| dead letters | duplicates | lost |\n|---|---|---|---|---|---|---|---|---|")
+    head = ("| workload | system | msg/s | seconds | broker CPU s (µs/msg) | client CPU s | producer busy "
+            "| dead letters | duplicates | lost |\n|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         dead = "/".join(str(d) for d in r["dead_letters"])  # type: ignore[attr-defined]
         lines.append(f"| {r['workload']} | {r['system']} | {r['msg_per_s']:,} | {r['seconds']} "
-                     f"| {r['broker_cpu_s']} ({r['broker_us_per_msg']}) | {r['client_cpu_s']} | {dead} "
+                     f"| {r['broker_cpu_s']} ({r['broker_us_per_msg']}) | {r['client_cpu_s']} | {r['producer_busy']} | {dead} "
                      f"| {r['duplicates']} | {r['lost']} |")
     return "\n".join(lines)
 
