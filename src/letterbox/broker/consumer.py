@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.unacked_limits import PendingAcks, on_pending_change
 from letterbox.protocol import commands
-from letterbox.protocol.receipts import MessageEncoder
+from letterbox.protocol.receipts import MessageEncoder, message_frame
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx
@@ -86,6 +86,9 @@ class Consumer:
         else:
             self.take_permits(n)
         self.msg_out += n
+        if message_frame is not None:  # the compiled encoder (receipts.py)
+            return message_frame(self.consumer_id, pos.ledger_id, eid, self.partition_index, redelivery_count,
+                                 ack_set, entry.data)
         enc = self._encoder
         if enc is None or enc.ledger_id != pos.ledger_id:
             enc = self._encoder = MessageEncoder(self.consumer_id, pos.ledger_id, self.partition_index)

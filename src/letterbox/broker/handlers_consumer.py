@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from letterbox.broker.compacted_reads import last_compacted_id
 from letterbox.broker.consumer import Consumer
@@ -178,23 +178,28 @@ def handle_flow(cnx: ServerCnx, frame: Frame) -> None:
 
 
 def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
-    c = frame.command.ack
-    consumer = _consumer(cnx, c.consumer_id)
+    """An ACK's ids, from the compiled codec's decode (`frame.ack`, the common shape) or from
+    protobuf's parse (anything else, or no codec): the same acks either way."""
+    ack = frame.ack
+    c = frame.command.ack if ack is None else None
+    ack_type: int
+    if c is not None:
+        consumer_id, ack_type = c.consumer_id, c.ack_type
+        request_id = c.request_id if c.HasField("request_id") else None
+    else:
+        assert ack is not None
+        consumer_id, ack_type, request_id = ack[0], ack[1], ack[2]
+    consumer = _consumer(cnx, consumer_id)
     sub = consumer.subscription
     if sub is None:  # non-persistent: nothing to acknowledge
-        if c.HasField("request_id"):
-            cnx.write(commands.ack_response(c.consumer_id, c.request_id))
+        if request_id is not None:
+            cnx.write(commands.ack_response(consumer_id, request_id))
         return
     topic_ledger = sub.topic.ledger.ledger_id
-    if c.ack_type == pb.CommandAck.Cumulative:
-        if len(c.message_id) != 1:
-            raise NotAllowed("a cumulative ack carries exactly one message id")
-        m = c.message_id[0]
-        if m.ledgerId == topic_ledger:
-            sub.ack_cumulative(consumer, m.entryId, list(m.ack_set) or None)
-    else:
-        items: list[tuple[int, list[int] | None]] = []  # ids with an ack set (batch indexes), in order
-        plain: list[int] = []  # whole entries
+    items: list[tuple[int, list[int] | None]] = []  # ids with an ack set (batch indexes), in order
+    plain: list[int] = []  # whole entries
+    if c is not None:
+        count = len(c.message_id)
         for m in c.message_id:  # one pass, each id's fields read once
             if m.ledgerId == topic_ledger:
                 acks = m.ack_set
@@ -202,16 +207,29 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
                     items.append((m.entryId, list(acks)))
                 else:
                     plain.append(m.entryId)
+    else:
+        assert ack is not None
+        count = len(ack[4]) + len(ack[5])
+        if ack[3] == topic_ledger:  # the decoded ids are all of one ledger
+            plain, items = ack[4], cast("list[tuple[int, list[int] | None]]", ack[5])
+    if ack_type == pb.CommandAck.Cumulative:
+        if count != 1:
+            raise NotAllowed("a cumulative ack carries exactly one message id")
+        if plain:
+            sub.ack_cumulative(consumer, plain[0], None)
+        elif items:
+            sub.ack_cumulative(consumer, items[0][0], items[0][1])
+    else:
         sub.ack_individual(consumer, items, plain)
-    if c.HasField("request_id"):
-        rid = c.request_id
+    if request_id is not None:
+        rid = request_id
 
         def done(f: asyncio.Future[None]) -> None:
             err = None if f.cancelled() else f.exception()
             if err is None:
-                cnx.write(commands.ack_response(c.consumer_id, rid))
+                cnx.write(commands.ack_response(consumer_id, rid))
             else:
-                cnx.write(commands.ack_response(c.consumer_id, rid, ServerError.PersistenceError, str(err)))
+                cnx.write(commands.ack_response(consumer_id, rid, ServerError.PersistenceError, str(err)))
 
         asyncio.ensure_future(sub.cursor.flush()).add_done_callback(done)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from letterbox.broker.topic import PersistentTopic
 from letterbox.errors import ServerError
 from letterbox.protocol import commands
-from letterbox.protocol.receipts import send_receipts
+from letterbox.protocol.receipts import encode_pending_receipts
 from letterbox.storage.errors import StorageError, is_storage_fault
 
 if TYPE_CHECKING:
@@ -97,4 +97,4 @@ def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending],
         for _eid, seq, _highest, _nbytes in batch:
             cnx.write(commands.send_error(pid, seq, ServerError.PersistenceError, f"could not store message: {err}"))
         return
-    cnx.write(send_receipts(pid, ledger_id, [(seq, eid, highest) for eid, seq, highest, _nbytes in batch]))
+    cnx.write(encode_pending_receipts(pid, ledger_id, batch))

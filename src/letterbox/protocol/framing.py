@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from letterbox.protocol import pulsar_api_pb2 as pb
+from letterbox.protocol.ack_decoder import AckFields, decode_ack
 from letterbox.protocol.send_decoder import SendCommand, decode_send_command
 from letterbox.protocol.speedups import send_codec
 
@@ -40,6 +41,7 @@ _U16 = struct.Struct(">H")
 _HEADER = struct.Struct(">II")
 _MAGIC_CRC_BYTES = _U16.pack(MAGIC_CRC32C)
 _SEND = pb.BaseCommand.SEND
+_ACK = pb.BaseCommand.ACK
 _SMALL_FRAME = 4096  # frames up to this size are copied out by slicing, larger ones through a view
 # A SEND read by the compiled codec (protocol/send_scan.py is its reference and states the
 # contract): (messages, publish_time, deliver_at_time, payload length) when surely acceptable,
@@ -87,14 +89,17 @@ class Frame:
     them). A SEND of the common shape is decoded without protobuf (send_decoder.py):
     its `command` is parsed from the kept bytes only when something asks for it.
     `facts` (SendFacts) are set when the compiled codec found the SEND surely
-    acceptable: (messages, publish_time, deliver_at_time, payload length)."""
+    acceptable: (messages, publish_time, deliver_at_time, payload length).
+    `ack` (ack_decoder.AckFields) is set for an ACK of the common shape, decoded by the
+    compiled codec; its `command` is parsed from the kept bytes only when asked for too."""
 
-    __slots__ = ("_command", "_raw", "facts", "headers_and_payload", "send", "type")
+    __slots__ = ("_command", "_raw", "ack", "facts", "headers_and_payload", "send", "type")
 
     def __init__(self, command: pb.BaseCommand | None, headers_and_payload: bytes | None = None,
                  *, send: SendCommand | None = None, raw: bytes = b"",
-                 facts: SendFacts | None = None) -> None:
+                 facts: SendFacts | None = None, ack: AckFields | None = None) -> None:
         self._command = command
+        self.ack = ack
         self._raw = raw
         self.headers_and_payload = headers_and_payload
         self.facts = facts
@@ -102,8 +107,8 @@ class Frame:
         if command is not None:
             self.type = command.type
             self.send = SendCommand.from_pb(command.send) if self.type == _SEND else None
-        else:  # a SEND decoded by send_decoder: `raw` holds its BaseCommand bytes
-            self.type = pb.BaseCommand.SEND
+        else:  # a SEND (or an ACK) decoded without protobuf: `raw` holds its BaseCommand bytes
+            self.type = pb.BaseCommand.SEND if ack is None else _ACK
             self.send = send
 
     @property
@@ -354,4 +359,8 @@ class FrameDecoder:
             send = decode_send_command(raw)
             if send is not None:
                 return Frame(None, rest, send=send, raw=raw)
+        elif decode_ack is not None and cmd_size > 3 and raw[1] == _ACK and raw[0] == 0x08:
+            ack = decode_ack(raw)
+            if ack is not None:
+                return Frame(None, rest, raw=raw, ack=ack)
         return Frame(_parse_command(raw), rest)

@@ -7,14 +7,21 @@
 # protobuf writes negative numbers (ten-byte two's complement varints); fields are
 # written in field-number order, as protobuf serializes them; repeated int64 fields
 # (ack_set) are not packed (proto2 default).
+#
+# The hot path calls `message_frame` and `encode_pending_receipts`: the compiled
+# letterbox.protocol._consumer_codec functions when built (speedups.py), else None / the
+# pure-Python references here (message, pending_receipts), with the same contracts
+# (tests/protocol/test_consumer_codec.py compares them byte for byte).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from letterbox.protocol import pulsar_api_pb2 as pb
+from letterbox.protocol import speedups
 
-__all__ = ["MessageEncoder", "message", "send_receipt", "send_receipts", "varint"]
+__all__ = ["MessageEncoder", "encode_pending_receipts", "message", "message_frame", "pending_receipts",
+           "send_receipt", "send_receipts", "varint"]
 
 _HEADER = struct.Struct(">II")
 _BYTE = [bytes((i,)) for i in range(0x80)]
@@ -85,6 +92,13 @@ def send_receipts(producer_id: int, ledger_id: int,
     return b"".join(out)
 
 
+def pending_receipts(producer_id: int, ledger_id: int,
+                     pending: Sequence[tuple[int, int, int | None, int]]) -> bytes:
+    """send_receipts() of a producer's pass as the broker keeps it: (entry id, sequence id,
+    highest sequence id or None, bytes held) per SEND, in order."""
+    return send_receipts(producer_id, ledger_id, [(seq, eid, highest) for eid, seq, highest, _n in pending])
+
+
 def message(
     consumer_id: int,
     ledger_id: int,
@@ -142,3 +156,13 @@ class MessageEncoder:
         body = self._head + _BYTE[len(mid)] + mid
         n = len(body) + 4
         return b"".join((_HEADER.pack(n + 4 + len(data), n), _MESSAGE_TYPE, _BYTE[len(body)], body, data))
+
+
+# message(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set, data)
+MessageFrame = Callable[[int, int, int, int, int, "Sequence[int] | None", bytes], bytes]
+_c = speedups.consumer_codec
+# None without the compiled codec: MessageEncoder is the faster Python path then
+message_frame: MessageFrame | None = _c.message_frame if _c is not None else None
+encode_pending_receipts: Callable[[int, int, Sequence[tuple[int, int, int | None, int]]], bytes] = (
+    _c.pending_receipts if _c is not None else pending_receipts
+)

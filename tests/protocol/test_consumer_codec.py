@@ -1,0 +1,117 @@
+"""The compiled MESSAGE and SEND_RECEIPT encoders (letterbox.protocol._consumer_codec) write the
+bytes of their pure-Python references (receipts.message, receipts.pending_receipts), which
+tests/protocol/test_commands.py holds to protobuf's own serialization."""
+from __future__ import annotations
+
+import gc
+import random
+import tracemalloc
+
+import pytest
+
+from letterbox.protocol import _consumer_codec as cc
+from letterbox.protocol import receipts
+
+U64 = (1 << 64) - 1
+IDS = [0, 1, 127, 128, 300, 16_383, 16_384, 2**21 - 1, 2**21, 2**28, 2**31, 2**32 + 5, 2**56, 2**63, U64]
+ACK_SETS: list[list[int] | None] = [None, [], [0], [1, -1], [5], [-(2**63), 2**63 - 1, 2**64 - 1, 12345], [7] * 40]
+DATA = [b"", b"x", bytes(range(256)) * 3]
+
+
+@pytest.mark.parametrize("partition", [-1, 0, 5, 300, 2**31 - 1])
+def test_message_frame_is_message(partition: int) -> None:
+    for value in IDS:
+        for cid, ledger, entry in ((value, 3, value), (1, value, 0), (value, value, value)):
+            for redeliveries in (0, 1, 300, 2**32 - 1):
+                for ack_set in ACK_SETS:
+                    for data in DATA:
+                        expected = receipts.message(cid, ledger, entry, partition, redeliveries, ack_set, data)
+                        assert cc.message_frame(cid, ledger, entry, partition, redeliveries, ack_set, data) == expected
+
+
+def test_message_frame_matches_random_values() -> None:
+    rng = random.Random(13)
+    for _ in range(20_000):
+        args = (rng.getrandbits(rng.choice((3, 8, 20, 64))), rng.getrandbits(rng.choice((2, 33, 64))),
+                rng.getrandbits(rng.choice((7, 14, 40, 64))), rng.choice((-1, -1, rng.getrandbits(31))),
+                rng.choice((0, 0, rng.getrandbits(rng.choice((3, 32))))),
+                rng.choice((None, [rng.getrandbits(64) - (1 << 63) for _ in range(rng.randrange(4))])),
+                rng.randbytes(rng.randrange(300)))
+        assert cc.message_frame(*args) == receipts.message(*args), args
+
+
+def test_message_frame_takes_tuples_and_buffers() -> None:
+    """ack_set may be any sequence of ints, the payload any bytes-like object (as b"".join takes)."""
+    expected = receipts.message(1, 2, 3, -1, 0, [1, -2], b"abc")
+    assert cc.message_frame(1, 2, 3, -1, 0, (1, -2), b"abc") == expected
+    assert cc.message_frame(1, 2, 3, -1, 0, [1, -2], bytearray(b"abc")) == expected
+    assert cc.message_frame(1, 2, 3, -1, 0, [1, -2], memoryview(b"zabc")[1:]) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [((-1, 2, 3, -1, 0, None, b""), OverflowError), ((1, 2**64, 3, -1, 0, None, b""), OverflowError),
+     ((1, 2, -3, -1, 0, None, b""), OverflowError), ((1, 2, 3, -1, -1, None, b""), OverflowError),
+     ((1, 2, 3, 2**63, 0, None, b""), OverflowError), (("1", 2, 3, -1, 0, None, b""), TypeError),
+     ((1, 2, 3, -1, 0, 5, b""), TypeError), ((1, 2, 3, -1, 0, ["a"], b""), TypeError),
+     ((1, 2, 3, -1, 0, None, "text"), TypeError), ((1, 2, 3, -1, 0, None), TypeError)],
+)
+def test_message_frame_refuses_bad_arguments(args: tuple[object, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        cc.message_frame(*args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ledger", [0, 3, 300, 2**40, U64])
+@pytest.mark.parametrize("pid", [0, 1, 200, U64])
+def test_pending_receipts_are_the_references(pid: int, ledger: int) -> None:
+    pending = [(entry, seq, highest, 100) for seq in (0, 5, 2**40, U64) for entry in (0, 127, 128, 2**33, U64)
+               for highest in (None, 0, 2**20, U64)]
+    assert cc.pending_receipts(pid, ledger, pending) == receipts.pending_receipts(pid, ledger, pending)
+    for n in range(1, 4):
+        assert cc.pending_receipts(pid, ledger, pending[:n]) == receipts.pending_receipts(pid, ledger, pending[:n])
+    assert cc.pending_receipts(pid, ledger, []) == b""
+
+
+def test_pending_receipts_match_random_values() -> None:
+    rng = random.Random(7)
+    for _ in range(3_000):
+        pending = [(rng.getrandbits(rng.choice((5, 30, 64))), rng.getrandbits(rng.choice((5, 30, 64))),
+                    rng.choice((None, rng.getrandbits(rng.choice((5, 64))))), rng.randrange(10**6))
+                   for _ in range(rng.randrange(1, 30))]
+        pid, ledger = rng.getrandbits(rng.choice((3, 64))), rng.getrandbits(rng.choice((3, 64)))
+        assert cc.pending_receipts(pid, ledger, pending) == receipts.pending_receipts(pid, ledger, pending)
+
+
+@pytest.mark.parametrize(
+    ("pending", "error"),
+    [([(1, 2, None)], TypeError), ([[1, 2, None, 4]], TypeError), ([(-1, 2, None, 4)], OverflowError),
+     ([(1, 2, -5, 4)], OverflowError), ([(1, "2", None, 4)], TypeError), (5, TypeError)],
+)
+def test_pending_receipts_refuse_bad_items(pending: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        cc.pending_receipts(1, 2, pending)  # type: ignore[arg-type]
+
+
+def test_encoders_leak_nothing() -> None:
+    """Results and errors of 20,000 calls each leave no memory behind (refcounts right)."""
+    data = b"p" * 200
+    pending = [(i, i, None if i % 2 else i, 10) for i in range(10)]
+
+    def run() -> None:
+        for i in range(20_000):
+            cc.message_frame(7, 3, i, -1, i % 3, [i, -i] if i % 2 else None, data)
+            cc.pending_receipts(5, 3, pending)
+            with pytest.raises(OverflowError):
+                cc.message_frame(7, 3, -1, -1, 0, [1], data)
+
+    run()  # warm up caches (small ints, pytest's) before measuring
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"{grown} bytes left behind by 60,000 calls"
