@@ -64,8 +64,7 @@ class DeliveryAttempts:
         """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
         sub = self.sub
         cursor = sub.cursor
-        delivery_times = cursor.deliveries.delivery_times
-        add = cursor.add_attempt
+        times = cursor.deliveries.times
         limit = sub.topic.service.config.attempt_log_size
         announces = consumer is not None and consumer.metadata.get(ANNOUNCES_FAILURES) == "true"
         name, address = (consumer.name, consumer.cnx.remote) if consumer is not None else (None, None)
@@ -77,6 +76,7 @@ class DeliveryAttempts:
         collateral = (announces and isinstance(event, RedeliverAll) and bool(announced)
                       and any(e in announced for e in entry_ids))
         unannounced = ending_for(event, None, announces)  # the ending of every message not announced
+        rows: list[tuple[int, tuple[Any, ...]]] = []
         for eid in entry_ids:
             said = announced.pop(eid, None) if announced else None
             if said is None:
@@ -86,7 +86,9 @@ class DeliveryAttempts:
             else:
                 ending, reason = ending_for(event, said[0], announces), said[1]
             # a row as Attempt.to_row lays it out, added without re-encoding the log
-            add(eid, (delivery_times(eid)[1], now, name, address, ending, reason), limit)
+            t = times.get(eid)
+            rows.append((eid, (t[1] if t is not None else 0, now, name, address, ending, reason)))
+        cursor.add_attempts(rows, limit)
 
     def forget_announced(self, entry_id: int) -> None:
         if self._announced:

@@ -4,6 +4,7 @@
 # plain set: readers rarely ack out of order.
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from letterbox.storage.delivery_state import DeliveryState
@@ -53,6 +54,10 @@ class MemoryCursor:
     def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None:
         if not self.is_acked(entry_id):
             self.deliveries.attempts.append(entry_id, row, limit)
+
+    def add_attempts(self, rows: Iterable[tuple[int, tuple[Any, ...]]], limit: int) -> None:
+        for entry_id, row in rows:
+            self.add_attempt(entry_id, row, limit)
 
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         if due_ms is None:

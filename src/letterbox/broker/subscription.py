@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox import failure
@@ -52,6 +53,7 @@ class Cursor(Protocol):
     def set_due(self, entry_id: int, due_ms: int | None) -> None: ...
     def set_attempts(self, entry_id: int, rows: str) -> None: ...
     def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None: ...
+    def add_attempts(self, rows: Iterable[tuple[int, tuple[Any, ...]]], limit: int) -> None: ...
     def acked_indexes(self, entry_id: int) -> frozenset[int]: ...
     def write_now(self) -> asyncio.Future[None] | None: ...
     def write_by_caller(self) -> None: ...
@@ -249,7 +251,13 @@ class Subscription:
             if ids and self.quarantine.active:  # park: only the oldest counts (key_quarantine)
                 ids = self.quarantine.counted_on_redeliver_all(ids)
         else:
-            ids = [e for e in entry_ids if consumer.pending.pop(e, None) is not None]
+            # the consumer's pending messages among them, each once, in request order (one
+            # pending-ack change for the request, not one per id)
+            ids = list(dict.fromkeys(entry_ids))
+            absent = consumer.pending.discard_many(ids)
+            if absent:
+                gone = set(absent)
+                ids = [e for e in ids if e not in gone]
             event = failure.Nack()
         if ids:
             self.tracker.redeliver(ids, event, consumer)

@@ -24,10 +24,12 @@
 # The serialized part is cached (`fragment`) and rebuilt only after it changed,
 # so the many record writes that only move acknowledgements do not serialize
 # the failing messages again: mutate through the methods, never the dicts.
-# A rebuild re-encodes only the buckets of 4,096 entry ids whose counts or
+# A rebuild re-encodes only the buckets of 512 entry ids whose counts or
 # backoffs changed (a nack round touches a few): the other buckets' text is
 # reused, their delivery times as of their last count change (the guarantee
-# above: a message's times are written with its count).
+# above: a message's times are written with its count). The buckets' texts are
+# joined per group of 8 buckets (4,096 ids), a group again only when one of its
+# buckets changed, so a record write joins a few strings per 4,096 ids.
 from __future__ import annotations
 
 import json
@@ -36,11 +38,13 @@ from typing import Any
 
 from .attempt_log import AttemptLog
 
-_SHIFT = 12  # buckets of 4,096 entry ids
+_SHIFT = 9  # buckets of 512 entry ids
+_GROUP = 3  # groups of 8 buckets
 
 
 class DeliveryState:
-    __slots__ = ("_counted", "_fragment", "_parts", "_stale", "attempts", "counts", "due", "index_counts", "times")
+    __slots__ = ("_counted", "_fragment", "_groups", "_parts", "_stale", "attempts", "counts", "due", "index_counts",
+                 "times")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
@@ -51,6 +55,7 @@ class DeliveryState:
         self._fragment: str | None = None  # the serialized record part, while unchanged
         self._counted: dict[int, set[int]] = {}  # bucket -> its entries with a count
         self._parts: dict[int, tuple[str, str]] = {}  # bucket -> its "c" and "t" text
+        self._groups: dict[int, tuple[str, str]] = {}  # group -> its buckets' "c" and "t" texts joined
         self._stale: set[int] = set()  # buckets whose text must be made again
 
     # ---- counts ----
@@ -154,6 +159,7 @@ class DeliveryState:
         c._fragment = self._fragment
         c._counted = {b: set(ids) for b, ids in self._counted.items()}
         c._parts = dict(self._parts)
+        c._groups = dict(self._groups)
         c._stale = set(self._stale)
         return c
 
@@ -170,6 +176,7 @@ class DeliveryState:
         for e in self.counts:
             self._counted.setdefault(e >> _SHIFT, set()).add(e)
         self._parts.clear()
+        self._groups.clear()
         self._stale = set(self._counted).union(e >> _SHIFT for e in self.due)
 
     # ---- record ----
@@ -179,13 +186,13 @@ class DeliveryState:
         the text json.dumps gives for to_doc's members, the unchanged buckets reused."""
         if self._fragment is None:
             self._encode_stale()
-            parts = [p for _b, p in sorted(self._parts.items())]
-            out = '"c":[' + ",".join([c for c, _t in parts if c]) + "]"
+            groups = [p for _g, p in sorted(self._groups.items())]
+            out = '"c":[' + ",".join([c for c, _t in groups if c]) + "]"
             if self.index_counts:
                 ic = [[e, sorted(m.items())] for e, m in sorted(self.index_counts.items())]
                 out += ',"ic":' + json.dumps(ic, separators=(",", ":"))
             if self.times:
-                t = ",".join([t for _c, t in parts if t])
+                t = ",".join([t for _c, t in groups if t])
                 if t:
                     out += ',"t":[' + t + "]"
             due = self.due
@@ -195,7 +202,7 @@ class DeliveryState:
         return self._fragment
 
     def _encode_stale(self) -> None:
-        counts, times, due = self.counts, self.times, self.due
+        counts, times, due, parts = self.counts, self.times, self.due, self._parts
         for b in self._stale:
             counted = self._counted.get(b)
             ids = sorted(counted) if counted else []
@@ -204,11 +211,17 @@ class DeliveryState:
                 ids = sorted(set(ids).union(e for e in due if e >> _SHIFT == b))
             t = ",".join([f"{e},{x[0]},{x[1]}" for e in ids if (x := times.get(e)) is not None])
             if c or t:
-                self._parts[b] = (c, t)
+                parts[b] = (c, t)
             else:
-                self._parts.pop(b, None)
+                parts.pop(b, None)
                 if counted is not None and not counted:
                     del self._counted[b]
+        for g in {b >> _GROUP for b in self._stale}:
+            inner = [p for b in range(g << _GROUP, (g + 1) << _GROUP) if (p := parts.get(b)) is not None]
+            if inner:
+                self._groups[g] = (",".join([c for c, _t in inner if c]), ",".join([t for _c, t in inner if t]))
+            else:
+                self._groups.pop(g, None)
         self._stale.clear()
 
     def to_doc(self, doc: dict[str, Any]) -> None:

@@ -151,6 +151,18 @@ class ManagedCursor:
             self.deliveries.attempts.append(entry_id, row, limit)
             self._touch()
 
+    def add_attempts(self, rows: Iterable[tuple[int, tuple[Any, ...]]], limit: int) -> None:
+        """add_attempt() for many (entry id, row) pairs (one dirty report)."""
+        append = self.deliveries.attempts.append
+        is_acked = self.is_acked
+        changed = False
+        for entry_id, row in rows:
+            if not is_acked(entry_id):
+                append(entry_id, row, limit)
+                changed = True
+        if changed:
+            self._touch()
+
     def set_due(self, entry_id: int, due_ms: int | None) -> None:
         """Record (or with None, drop) when a pending backoff of the entry ends."""
         if due_ms is None:

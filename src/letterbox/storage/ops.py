@@ -248,8 +248,11 @@ class CursorWriteOp(WriteOp):
                 conn.executemany("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id = ?",
                                  [(*key, e) for e in ch.deletes])
             if ch.upserts:
-                conn.executemany("INSERT OR REPLACE INTO attempt_logs (ledger_id, cursor, entry_id, attempts) "
-                                 "VALUES (?, ?, ?, ?)", [(*key, e, text) for e, text in ch.upserts])
+                # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
+                # delete + insert in this WITHOUT ROWID table, same row after it)
+                conn.executemany("INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts) VALUES (?, ?, ?, ?) "
+                                 "ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts",
+                                 [(*key, e, text) for e, text in ch.upserts])
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:
