@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from operator import itemgetter
 
 from letterbox.protocol import framing, pb, receipts, speedups
 from letterbox.protocol.ack_decoder import decode_ack_py
@@ -62,6 +63,21 @@ def main() -> None:
                  best(lambda: c.message_frame(7, 3, eid, -1, 0, None, DATA), a.calls, a.reps)))
     rows.append(("MESSAGE frame, redelivered + ack set", best(lambda: enc.frame(eid, 2, [0x1F0], DATA), a.calls, a.reps),
                  best(lambda: c.message_frame(7, 3, eid, -1, 2, [0x1F0], DATA), a.calls, a.reps)))
+    run = [(3, eid + i, 0, 1, len(DATA), DATA) for i in range(100)]  # storage/cache.Row
+    eids = [r[1] for r in run]
+    data_of = itemgetter(5)
+
+    def old_run() -> int:  # dispatch_runs.send_plain_run's frames, then the dispatcher's join
+        frame = enc.frame
+        frames = [frame(r[1], 0, None, r[5]) for r in run]
+        return len(b"".join(frames)) + sum(map(len, frames))
+
+    def new_run() -> int:
+        frames = [c.message_frames(7, 3, -1, eids, list(map(data_of, run)))]
+        return len(b"".join(frames)) + sum(map(len, frames))
+
+    rows.append(("MESSAGE frames of a plain run of 100 (+ the join), per entry",
+                 best(old_run, a.calls // 10, a.reps) / 100, best(new_run, a.calls // 10, a.reps) / 100))
     for n in (1, 20):
         pending = [(eid + i, 1000 + i, None, 150) for i in range(n)]
         old = best(lambda p=pending: receipts.send_receipts(5, 3, [(s, e, h) for e, s, h, _n in p]), a.calls, a.reps) / n

@@ -115,3 +115,53 @@ def test_encoders_leak_nothing() -> None:
     finally:
         tracemalloc.stop()
     assert grown < 64 * 1024, f"{grown} bytes left behind by 60,000 calls"
+
+
+@pytest.mark.parametrize("partition", [-1, 0, 7, 2**31 - 1])
+def test_message_frames_are_the_frames_back_to_back(partition: int) -> None:
+    rng = random.Random(partition)
+    for cid, ledger in ((0, 0), (1, 3), (300, 2**40), (U64, U64)):
+        for n in (0, 1, 2, 50):
+            eids = [rng.getrandbits(rng.choice((3, 7, 8, 21, 40, 64))) for _ in range(n)]
+            datas = [rng.randbytes(rng.randrange(200)) for _ in range(n)]
+            expected = b"".join(receipts.message(cid, ledger, e, partition, 0, None, d) for e, d in zip(eids, datas, strict=True))
+            assert receipts.message_frames(cid, ledger, partition, eids, datas) == expected
+            assert cc.message_frames(cid, ledger, partition, eids, datas) == expected
+            assert cc.message_frames(cid, ledger, partition, tuple(eids), [bytearray(d) for d in datas]) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [((1, 2, -1, [1, 2], [b"a"]), ValueError), ((1, 2, -1, [-1], [b"a"]), OverflowError),
+     ((1, 2, -1, [1], ["a"]), TypeError), ((1, 2, -1, 5, [b"a"]), TypeError), ((-1, 2, -1, [], []), OverflowError),
+     ((1, 2, -1, [1]), TypeError)],
+)
+def test_message_frames_refuse_bad_arguments(args: tuple[object, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        cc.message_frames(*args)  # type: ignore[arg-type]
+    if error is ValueError:  # (the references do not check id ranges)
+        with pytest.raises(error):
+            receipts.message_frames(*args)  # type: ignore[arg-type]
+
+
+def test_message_frames_leak_nothing() -> None:
+    eids = list(range(1000, 1100))
+    datas = [b"d" * (i % 300) for i in range(100)]
+
+    def run() -> None:
+        for _ in range(2_000):
+            cc.message_frames(7, 3, -1, eids, datas)
+            with pytest.raises(OverflowError):
+                cc.message_frames(7, 3, -1, [*eids[:50], -1], datas[:51])
+
+    run()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"{grown} bytes left behind by 4,000 calls"

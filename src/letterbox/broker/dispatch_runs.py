@@ -19,6 +19,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from letterbox.failure.decide import DELAYS_HONOURED
+from letterbox.protocol.receipts import encode_message_frames, message_frame
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 _SIZE = itemgetter(4)
 _NUM = itemgetter(3)
+_DATA = itemgetter(5)
 
 
 def plain_run_length(sub: Subscription, consumer: Consumer, rows: list[Row], delivers: list[int | None],
@@ -66,7 +68,8 @@ def plain_run_length(sub: Subscription, consumer: Consumer, rows: list[Row], del
 
 def send_plain_run(sub: Subscription, consumer: Consumer, run: list[Row], messages: int) -> list[bytes]:
     """Record the delivery of the plain run `run` to `consumer` and return its MESSAGE
-    frames, which the caller writes, in order, before anything else goes to the consumer."""
+    frames (or one bytes object holding them all), which the caller writes, in order, before
+    anything else goes to the consumer."""
     eids = [r[1] for r in run]
     sub.tracker.on_send_run(eids)
     cursor = sub.cursor
@@ -74,6 +77,11 @@ def send_plain_run(sub: Subscription, consumer: Consumer, run: list[Row], messag
     frame = enc.frame
     counts = cursor.deliveries.counts
     if not counts and not cursor.has_partial_batches():
+        if encode_message_frames is not None:  # compiled: the run's frames as one bytes object
+            return [encode_message_frames(enc.consumer_id, enc.ledger_id, enc.partition, eids, list(map(_DATA, run)))]
         return [frame(r[1], 0, None, r[5]) for r in run]
     count, ack_set = cursor.redelivery_count, cursor.batch_ack_set
+    if message_frame is not None:  # compiled
+        cid, lid, part = enc.consumer_id, enc.ledger_id, enc.partition
+        return [message_frame(cid, lid, r[1], part, count(r[1]), ack_set(r[1]), r[5]) for r in run]
     return [frame(r[1], count(r[1]), ack_set(r[1]), r[5]) for r in run]

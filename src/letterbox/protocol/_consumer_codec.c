@@ -1,5 +1,6 @@
 /* letterbox.protocol._consumer_codec -- the consumer-side frames of the hot path in C (issue 13):
  *   message_frame    one MESSAGE frame (reference: protocol/receipts.py message(), MessageEncoder)
+ *   message_frames   a run's MESSAGE frames as one bytes object (reference: receipts.message_frames)
  *   pending_receipts the SEND_RECEIPTs of a producer's pass (reference: receipts.pending_receipts)
  *   decode_ack       the common CommandAck shape (reference: protocol/ack_decoder.py decode_ack_py)
  * tests/protocol/test_consumer_codec*.py compare each with its reference byte for byte.
@@ -17,6 +18,8 @@
 #define T_SEND_RECEIPT 7
 #define T_MESSAGE 9
 #define T_ACK 10
+#define NARGS(name, k) if (nargs != k) { \
+    PyErr_Format(PyExc_TypeError, name "() takes " #k " arguments (%zd given)", nargs); return NULL; }
 
 static inline size_t vlen(uint64_t v) {
     size_t n = 1;
@@ -31,8 +34,7 @@ static inline unsigned char *put(unsigned char *p, uint64_t v) {
 }
 
 static inline unsigned char *put_u32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16); p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
     return p + 4;
 }
 
@@ -47,10 +49,7 @@ static int as_u64(PyObject *o, uint64_t *out) {
 /* ---------------------------------------------------------------- MESSAGE */
 
 static PyObject *message_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "message_frame() takes 7 arguments (%zd given)", nargs);
-        return NULL;
-    }
+    NARGS("message_frame", 7)
     uint64_t cid, ledger, entry, rc;
     if (as_u64(args[0], &cid) < 0 || as_u64(args[1], &ledger) < 0 || as_u64(args[2], &entry) < 0) return NULL;
     long long partition = PyLong_AsLongLong(args[3]);
@@ -116,16 +115,90 @@ done:
     return out;
 }
 
+/* the size of a bytes-like object (a Row's stored data: bytes, anything else through a buffer) */
+static Py_ssize_t data_len(PyObject *o) {
+    if (PyBytes_CheckExact(o)) return PyBytes_GET_SIZE(o);
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_SIMPLE) < 0) return -1;
+    Py_ssize_t n = b.len;
+    PyBuffer_Release(&b);
+    return n;
+}
+
+/* message_frame(cid, ledger, entry, partition, 0, None, data) for every (entry, data), back to back */
+static PyObject *message_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NARGS("message_frames", 5)
+    uint64_t cid, ledger, entry;
+    if (as_u64(args[0], &cid) < 0 || as_u64(args[1], &ledger) < 0) return NULL;
+    long long partition = PyLong_AsLongLong(args[2]);
+    if (partition == -1 && PyErr_Occurred()) return NULL;
+    PyObject *out = NULL, *ids = NULL, *datas = PySequence_Fast(args[4], "datas must be a sequence");
+    if (datas == NULL) return NULL;
+    ids = PySequence_Fast(args[3], "entry_ids must be a sequence");
+    if (ids == NULL) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ids);
+    if (PySequence_Fast_GET_SIZE(datas) != n) {
+        PyErr_SetString(PyExc_ValueError, "entry_ids and datas differ in length");
+        goto done;
+    }
+    /* a frame's message id without its entry id; the body around it (< 128 bytes: one-byte lengths) */
+    size_t mid_fixed = 1 + vlen(ledger) + 1 + (partition >= 0 ? 1 + vlen((uint64_t)partition) : 0);
+    size_t body_fixed = 1 + vlen(cid) + 2;
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* sizes first: one allocation */
+        Py_ssize_t len = data_len(PySequence_Fast_GET_ITEM(datas, i));
+        if (len < 0 || as_u64(PySequence_Fast_GET_ITEM(ids, i), &entry) < 0) goto done;
+        size_t frame = 4 + 4 + body_fixed + mid_fixed + vlen(entry) + (size_t)len;
+        if (frame > UINT32_MAX || total > (size_t)PY_SSIZE_T_MAX - 4 - frame) {
+            PyErr_SetString(PyExc_OverflowError, "MESSAGE frames larger than the address space");
+            goto done;
+        }
+        total += 4 + frame;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (out == NULL) goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out), *end = o + total;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer data;
+        if (as_u64(PySequence_Fast_GET_ITEM(ids, i), &entry) < 0 ||
+            PyObject_GetBuffer(PySequence_Fast_GET_ITEM(datas, i), &data, PyBUF_SIMPLE) < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        size_t midlen = mid_fixed + vlen(entry);
+        size_t blen = body_fixed + midlen;
+        size_t cmdlen = 4 + blen;
+        if (8 + cmdlen + (size_t)data.len > (size_t)(end - o)) {  /* changed since it was measured */
+            PyBuffer_Release(&data);
+            PyErr_SetString(PyExc_RuntimeError, "message_frames: an entry's data changed size");
+            Py_CLEAR(out);
+            goto done;
+        }
+        o = put_u32(o, (uint32_t)(4 + cmdlen + (size_t)data.len));
+        o = put_u32(o, (uint32_t)cmdlen);
+        *o++ = 0x08; *o++ = T_MESSAGE; *o++ = 0x4A; *o++ = (unsigned char)blen;
+        *o++ = 0x08; o = put(o, cid);
+        *o++ = 0x12; *o++ = (unsigned char)midlen;
+        *o++ = 0x08; o = put(o, ledger);
+        *o++ = 0x10; o = put(o, entry);
+        if (partition >= 0) { *o++ = 0x18; o = put(o, (uint64_t)partition); }
+        if (data.len) memcpy(o, data.buf, (size_t)data.len);
+        o += data.len;
+        PyBuffer_Release(&data);
+    }
+done:
+    Py_XDECREF(ids);
+    Py_DECREF(datas);
+    return out;
+}
+
 /* ---------------------------------------------------------------- SEND_RECEIPT */
 
 /* largest receipt frame: 8 (header) + 3 (type, field) + 1 (size) + 57 (receipt body) */
 #define RECEIPT_MAX 69
 
 static PyObject *pending_receipts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "pending_receipts() takes 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
+    NARGS("pending_receipts", 3)
     uint64_t pid, ledger;
     if (as_u64(args[0], &pid) < 0 || as_u64(args[1], &ledger) < 0) return NULL;
     PyObject *items = PySequence_Fast(args[2], "pending must be a sequence of tuples");
@@ -277,17 +350,14 @@ static PyObject *decode_ack(PyObject *self, PyObject *arg) {
         else rid = v;
     }
     if ((seen & 3) != 3 || type > 1) goto shape;
+    PyObject *f[4] = {PyLong_FromUnsignedLongLong(cid), PyLong_FromLong((long)type), id_or_none(seen & 4, rid),
+                      id_or_none(nids > 0, first_ledger)};
     out = PyTuple_New(6);
-    if (out == NULL) goto fail;
-    PyObject *f;
-    if ((f = PyLong_FromUnsignedLongLong(cid)) == NULL) goto fail;
-    PyTuple_SET_ITEM(out, 0, f);
-    if ((f = PyLong_FromLong((long)type)) == NULL) goto fail;
-    PyTuple_SET_ITEM(out, 1, f);
-    if ((f = id_or_none(seen & 4, rid)) == NULL) goto fail;
-    PyTuple_SET_ITEM(out, 2, f);
-    if ((f = id_or_none(nids > 0, first_ledger)) == NULL) goto fail;
-    PyTuple_SET_ITEM(out, 3, f);
+    for (int i = 0; i < 4; i++) {  /* each set (NULL too) is owned by `out`; failures decided below */
+        if (out != NULL) PyTuple_SET_ITEM(out, i, f[i]);
+        else Py_XDECREF(f[i]);
+    }
+    if (out == NULL || !f[0] || !f[1] || !f[2] || !f[3]) goto fail;
     PyTuple_SET_ITEM(out, 4, plain);
     PyTuple_SET_ITEM(out, 5, items);
     PyBuffer_Release(&raw);
@@ -310,6 +380,8 @@ fail:
 static PyMethodDef methods[] = {
     {"message_frame", (PyCFunction)(void (*)(void))message_frame, METH_FASTCALL,
      "message_frame(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set, data) -> bytes"},
+    {"message_frames", (PyCFunction)(void (*)(void))message_frames, METH_FASTCALL,
+     "message_frames(consumer_id, ledger_id, partition, entry_ids, datas) -> bytes"},
     {"pending_receipts", (PyCFunction)(void (*)(void))pending_receipts, METH_FASTCALL,
      "pending_receipts(producer_id, ledger_id, pending) -> bytes"},
     {"decode_ack", decode_ack, METH_O,

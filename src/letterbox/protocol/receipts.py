@@ -8,9 +8,10 @@
 # written in field-number order, as protobuf serializes them; repeated int64 fields
 # (ack_set) are not packed (proto2 default).
 #
-# The hot path calls `message_frame` and `encode_pending_receipts`: the compiled
-# letterbox.protocol._consumer_codec functions when built (speedups.py), else None / the
-# pure-Python references here (message, pending_receipts), with the same contracts
+# The hot path calls `message_frame`, `encode_message_frames` and `encode_pending_receipts`: the
+# compiled letterbox.protocol._consumer_codec functions when built (speedups.py), else None (the
+# caller keeps MessageEncoder) / the pure-Python reference here (message, message_frames,
+# pending_receipts are the references, with the same contracts)
 # (tests/protocol/test_consumer_codec.py compares them byte for byte).
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from letterbox.protocol import pulsar_api_pb2 as pb
 from letterbox.protocol import speedups
 
-__all__ = ["MessageEncoder", "encode_pending_receipts", "message", "message_frame", "pending_receipts",
-           "send_receipt", "send_receipts", "varint"]
+__all__ = ["MessageEncoder", "encode_message_frames", "encode_pending_receipts", "message", "message_frame",
+           "message_frames", "pending_receipts", "send_receipt", "send_receipts", "varint"]
 
 _HEADER = struct.Struct(">II")
 _BYTE = [bytes((i,)) for i in range(0x80)]
@@ -132,6 +133,16 @@ def message(
     return b"".join((_HEADER.pack(n + 4 + len(headers_and_payload), n), cmd, headers_and_payload))
 
 
+def message_frames(consumer_id: int, ledger_id: int, partition: int, entry_ids: Sequence[int],
+                   datas: Sequence[bytes]) -> bytes:
+    """The MESSAGE frames of a run of entries never redelivered and without an ack set, back to
+    back: message(consumer_id, ledger_id, entry_id, partition, 0, None, data) for each."""
+    if len(entry_ids) != len(datas):
+        raise ValueError("entry_ids and datas differ in length")
+    frame = MessageEncoder(consumer_id, ledger_id, partition).frame
+    return b"".join([frame(eid, 0, None, data) for eid, data in zip(entry_ids, datas, strict=True)])
+
+
 class MessageEncoder:
     """MESSAGE frames for one consumer (consumer id, partition) from one ledger, with the
     ids that do not change encoded once: frame(...) returns the bytes of
@@ -163,6 +174,9 @@ MessageFrame = Callable[[int, int, int, int, int, "Sequence[int] | None", bytes]
 _c = speedups.consumer_codec
 # None without the compiled codec: MessageEncoder is the faster Python path then
 message_frame: MessageFrame | None = _c.message_frame if _c is not None else None
+encode_message_frames: Callable[[int, int, int, Sequence[int], Sequence[bytes]], bytes] | None = (
+    _c.message_frames if _c is not None else None
+)
 encode_pending_receipts: Callable[[int, int, Sequence[tuple[int, int, int | None, int]]], bytes] = (
     _c.pending_receipts if _c is not None else pending_receipts
 )
