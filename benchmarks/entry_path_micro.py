@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-N = 1000
+N = int(os.environ.get("ENTRY_PATH_N", "1000"))
 TOPIC = "persistent://public/default/entry-path-micro"
 
 

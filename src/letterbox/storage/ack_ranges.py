@@ -49,18 +49,22 @@ class RangeSet:
             ends.insert(i, x)
         return True
 
-    def add_range(self, s: int, e: int) -> None:
-        """Insert the inclusive interval [s, e], merging everything it touches."""
+    def add_range(self, s: int, e: int) -> bool:
+        """Insert the inclusive interval [s, e], merging everything it touches; returns
+        False if every id of it was already present."""
         if e < s:
-            return
+            return False
         starts, ends = self.starts, self.ends
         lo = bisect_right(ends, s - 2)  # first interval that ends at or after s - 1
         hi = bisect_right(starts, e + 1)  # intervals [lo, hi) overlap or touch [s, e]
         if lo < hi:
+            if starts[lo] <= s and e <= ends[lo]:  # inside one interval (they never touch)
+                return False
             s = min(s, starts[lo])
             e = max(e, ends[hi - 1])
         starts[lo:hi] = [s]
         ends[lo:hi] = [e]
+        return True
 
     def absorb_from(self, mark_delete: int) -> int:
         """Drop ids <= mark_delete; if an interval then starts at mark_delete + 1, consume it.

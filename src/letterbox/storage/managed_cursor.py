@@ -194,6 +194,8 @@ class ManagedCursor:
         batches = self._batches
         # nothing to forget while no entry has a count, time, backoff or attempt (the happy path)
         deliveries = self.deliveries if self.deliveries.tracks_any() else None
+        # ids above a gap are gathered into runs of consecutive ids, each added as one range
+        first = last = -2
         for eid in entry_ids:
             if eid <= md:
                 continue
@@ -201,11 +203,18 @@ class ManagedCursor:
                 batches.pop(eid, None)
             if deliveries is not None:
                 deliveries.forget(eid)
-            if eid == md + 1 and not ranges.starts:  # in order: the mark-delete moves, no range
+            if eid == md + 1 and not ranges.starts:  # in order: the mark-delete moves
                 md = eid
                 changed = True
                 continue
-            changed |= ranges.add(eid)
+            if eid == last + 1:
+                last = eid
+                continue
+            if first >= 0:
+                changed |= ranges.add_range(first, last)
+            first = last = eid
+        if first >= 0:
+            changed |= ranges.add_range(first, last)
         if changed:
             self._set_md(ranges.absorb_from(md))
             self._touch()
