@@ -48,7 +48,7 @@ static int as_u64(PyObject *o, uint64_t *out) {
 
 /* ---------------------------------------------------------------- MESSAGE */
 
-static PyObject *message_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *message_frame(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     NARGS("message_frame", 7)
     uint64_t cid, ledger, entry, rc;
     if (as_u64(args[0], &cid) < 0 || as_u64(args[1], &ledger) < 0 || as_u64(args[2], &entry) < 0) return NULL;
@@ -126,7 +126,7 @@ static Py_ssize_t data_len(PyObject *o) {
 }
 
 /* message_frame(cid, ledger, entry, partition, 0, None, data) for every (entry, data), back to back */
-static PyObject *message_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *message_frames(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     NARGS("message_frames", 5)
     uint64_t cid, ledger, entry;
     if (as_u64(args[0], &cid) < 0 || as_u64(args[1], &ledger) < 0) return NULL;
@@ -197,7 +197,7 @@ done:
 /* largest receipt frame: 8 (header) + 3 (type, field) + 1 (size) + 57 (receipt body) */
 #define RECEIPT_MAX 69
 
-static PyObject *pending_receipts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *pending_receipts(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     NARGS("pending_receipts", 3)
     uint64_t pid, ledger;
     if (as_u64(args[0], &pid) < 0 || as_u64(args[1], &ledger) < 0) return NULL;
@@ -316,7 +316,7 @@ static PyObject *id_or_none(int present, uint64_t v) {
 
 /* BaseCommand = [type = ACK][ack = CommandAck] and nothing else; CommandAck holding consumer_id,
  * ack_type (0 or 1), message ids of one ledger and request_id, each scalar at most once. */
-static PyObject *decode_ack(PyObject *self, PyObject *arg) {
+static PyObject *decode_ack(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer raw;
     if (PyObject_GetBuffer(arg, &raw, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *p = raw.buf, *end = p + raw.len;
@@ -390,7 +390,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "letterbox.protocol._consumer_codec", NULL, -1, methods,
+    PyModuleDef_HEAD_INIT, "letterbox.protocol._consumer_codec", NULL, -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__consumer_codec(void) { return PyModule_Create(&module); }
