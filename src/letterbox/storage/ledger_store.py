@@ -8,8 +8,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from .cache import EntryCache
-from .entry import Entry
+from .cache import EntryCache, Row
 from .managed_cursor import ManagedCursor
 from .ops import WriteOp
 from .payload_files import PayloadFiles
@@ -38,7 +37,7 @@ class LedgerStore(Protocol):
     def _storage_fault(self, exc: BaseException) -> None: ...
 
     def _read_range(
-        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Entry]
+        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Row]
     ) -> int: ...
 
     def _read_publish_time(self, ledger_id: int, entry_id: int) -> int | None: ...

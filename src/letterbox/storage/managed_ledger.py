@@ -26,7 +26,7 @@ from typing import Literal
 
 from letterbox.clock import wall_ms
 
-from .cache import LedgerCache, Row, entry_of, row_of
+from .cache import LedgerCache, Row, entry_of
 from .entry import UNREAD, Entry
 from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
@@ -246,7 +246,9 @@ class ManagedLedger:
         nbytes = 0
         if start < cache_lo:
             disk_end = min(end, cache_lo - 1)
-            nbytes = self._store._read_range(self.ledger_id, start, disk_end, max_bytes, out)
+            read: list[Row] = []
+            nbytes = self._store._read_range(self.ledger_id, start, disk_end, max_bytes, read)
+            out.extend([entry_of(r, UNREAD) for r in read])
             if nbytes >= max_bytes or len(out) < disk_end - start + 1:
                 return out
             start = disk_end + 1
@@ -271,8 +273,9 @@ class ManagedLedger:
             return cache.rows_from(start, end - start + 1)
         if len(cache):
             end = min(end, cache.base - 1)
-        entries = self.read_entries(start, end - start + 1)
-        return [row_of(e) for e in entries], [UNREAD] * len(entries)
+        rows: list[Row] = []
+        self._store._read_range(self.ledger_id, start, end, 8 * 1024 * 1024, rows)
+        return rows, [UNREAD] * len(rows)
 
     def read_entry(self, entry_id: int) -> Entry | None:
         if entry_id < self._first or entry_id > self._lc:
@@ -280,9 +283,9 @@ class ManagedLedger:
         e = self._cache.get(entry_id)
         if e is not None:
             return e
-        out: list[Entry] = []
+        out: list[Row] = []
         self._store._read_range(self.ledger_id, entry_id, entry_id, 1, out)
-        return out[0] if out else None
+        return entry_of(out[0], UNREAD) if out else None
 
     def publish_time(self, entry_id: int) -> int | None:
         row = self._cache.row(entry_id)

@@ -29,15 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .cache import EntryCache
-from .entry import Entry
+from .cache import EntryCache, Row
 from .errors import StorageError, StorageFault, StoreClosedError, is_storage_fault
 from .health import StorageHealth
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
 from .ops import CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
 from .payload_files import LARGE_PAYLOAD_BYTES, PayloadFiles
-from .position import Position
 from .schema import SyncMode, db_path, load_state, open_reader
 from .transaction import Transaction
 from .writer import Submission, Writer
@@ -318,7 +316,7 @@ class Store:
     # ---- read plumbing (loop thread, read-only connection) ----
 
     def _read_range(
-        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Entry]
+        self, ledger_id: int, first: int, last: int, max_bytes: int, out: list[Row]
     ) -> int:
         if self._reader is None:
             raise StoreClosedError("store is not open")
@@ -328,7 +326,7 @@ class Store:
             for eid, pt, nm, data in cur:
                 if type(data) is str:  # a large entry: its payload file's name
                     data = self._payloads.read(data)
-                out.append(Entry(Position(ledger_id, eid), data, nm, pt))
+                out.append((ledger_id, eid, pt, nm, len(data), data))
                 nbytes += len(data)
                 if nbytes >= max_bytes:
                     break
