@@ -183,3 +183,21 @@ def test_the_fragment_re_encodes_changed_buckets_only_and_reads_as_the_whole_sta
     assert s.fragment() == '"c":[10,1,5000,2],"t":[10,100,100,5000,100,100]'
     s.increment(10)  # its own count: its times go with it
     assert '"t":[10,100,200,5000,100,100]' in s.fragment()
+
+
+def test_a_run_of_deliveries_is_each_delivery() -> None:
+    """delivered_run (the dispatcher's runs) leaves the times delivered() one by one would."""
+    from letterbox.storage.delivery_state import DeliveryState
+
+    one, run = DeliveryState(), DeliveryState()
+    for s in (one, run):
+        s.delivered(3, 100)
+        s.increment(3)
+    for now, ids in ((200, [1, 2]), (300, [2, 3, 4]), (400, [5, 6, 7])):
+        for e in ids:
+            one.delivered(e, now)
+        run.delivered_run(ids, now)
+        assert run.times == one.times
+    assert run.delivery_times(2) == (200, 300) and run.delivery_times(3) == (100, 300)
+    run.forget(5)
+    assert run.delivery_times(5) == (0, 0) and run.delivery_times(6) == (400, 400)

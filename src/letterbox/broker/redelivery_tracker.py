@@ -204,10 +204,7 @@ class RedeliveryTracker:
                 deliveries.pop_due(eid)
         policy = self.sub.policy
         if policy.dead_letter is not None or policy.backoff is not None:
-            now = self.now_ms()
-            delivered = deliveries.delivered
-            for eid in entry_ids:
-                delivered(eid, now)
+            deliveries.delivered_run(entry_ids, self.clock.now_ms())
 
     def delay(self, entry_id: int, deliver_at_ms: int) -> None:
         """Hold an entry back until `deliver_at_ms`, then queue it for dispatch."""
