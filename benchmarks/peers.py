@@ -160,7 +160,14 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
             done = {}
         broker_cpu = (cpu_seconds(broker_pid) or 0.0) - cpu0
         prod = producer.expect("DONE", timeout)
-        result = consumer.expect("RESULT", a.timeout + 30)
+        try:
+            result = consumer.expect("RESULT", 0 if consumer.proc.poll() is not None else a.timeout + 30)
+        except (TimeoutError, RuntimeError):  # the consumer died or hung: a failed run, said why
+            consumer.stop()
+            code = consumer.proc.returncode
+            why = f"consumer killed by signal {-code}" if code < 0 else f"consumer gave no result (exit {code})"
+            result = {"complete": False, "failed": why, "cpu_s": float("nan"), "dead_letters": -1,
+                      "duplicates": -1, "lost": -1, "good_in_dlq": -1, "deliveries": -1, "nacks": -1}
     finally:
         consumer.stop()
         if producer is not None:
@@ -179,7 +186,7 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
         "producer_busy": round(float(prod["cpu_s"]) / max(float(prod["t_end"]) - float(prod["t_start"]), 1e-9), 2),  # type: ignore[arg-type]
         "send_errors": prod["errors"], "dead_letters": result["dead_letters"], "duplicates": result["duplicates"],
         "lost": result["lost"], "good_in_dlq": result["good_in_dlq"], "complete": result["complete"],
-        "deliveries": result["deliveries"], "nacks": result["nacks"],
+        "deliveries": result["deliveries"], "nacks": result["nacks"], "failed": result.get("failed"),
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -198,7 +205,8 @@ def run_system(system: str, a: argparse.Namespace, out: list[dict[str, object]])
                 if not a.json:
                     print(f"  {system:<9} {workload:<14} run {run + 1}: {r['msg_per_s']:>7,} msg/s "
                           f"{r['seconds']:>7} s  broker CPU {r['broker_cpu_s']} s  dead {r['dead_letters']} "
-                          f"dup {r['duplicates']} lost {r['lost']}  (load {r['loadavg_1m']})", flush=True)
+                          f"dup {r['duplicates']} lost {r['lost']}  (load {r['loadavg_1m']})"
+                          + (f"  FAILED: {r['failed']}" if r.get("failed") else ""), flush=True)
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -208,7 +216,8 @@ def summarise(runs: list[dict[str, object]], systems: list[str], workloads: list
     rows = []
     for workload in workloads:
         for system in systems:
-            rs = [r for r in runs if r["system"] == system and r["workload"] == workload]
+            every = [r for r in runs if r["system"] == system and r["workload"] == workload]
+            rs = [r for r in every if not r.get("failed")] or every
             if not rs:
                 continue
 
@@ -224,8 +233,9 @@ def summarise(runs: list[dict[str, object]], systems: list[str], workloads: list
                 "dead_letters": sorted({r["dead_letters"] for r in rs}),  # type: ignore[type-var]
                 "duplicates": max(int(r["duplicates"]) for r in rs),  # type: ignore[call-overload]
                 "lost": max(int(r["lost"]) for r in rs),  # type: ignore[call-overload]
+                "failed_runs": sum(1 for r in every if r.get("failed")),
                 "exact": all(r["complete"] and r["duplicates"] == 0 and r["lost"] == 0 and r["good_in_dlq"] == 0
-                             and r["send_errors"] == 0 for r in rs),
+                             and r["send_errors"] == 0 for r in every),
             })
     return rows
 
@@ -236,6 +246,8 @@ def table(rows: list[dict[str, object]]) -> str:
     lines = [head]
     for r in rows:
         dead = "/".join(str(d) for d in r["dead_letters"])  # type: ignore[attr-defined]
+        if r.get("failed_runs"):
+            dead += f" ({r['failed_runs']} run(s) failed)"
         lines.append(f"| {r['workload']} | {r['system']} | {r['msg_per_s']:,} | {r['seconds']} "
                      f"| {r['broker_cpu_s']} ({r['broker_us_per_msg']}) | {r['client_cpu_s']} | {r['producer_busy']} | {dead} "
                      f"| {r['duplicates']} | {r['lost']} |")
