@@ -3,14 +3,13 @@ bytes of their pure-Python references (receipts.message, receipts.pending_receip
 tests/protocol/test_commands.py holds to protobuf's own serialization."""
 from __future__ import annotations
 
-import gc
 import random
-import tracemalloc
 
 import pytest
 
 from letterbox.protocol import _consumer_codec as cc
 from letterbox.protocol import receipts
+from tests.protocol.leaks import bytes_left_behind
 
 U64 = (1 << 64) - 1
 IDS = [0, 1, 127, 128, 300, 16_383, 16_384, 2**21 - 1, 2**21, 2**28, 2**31, 2**32 + 5, 2**56, 2**63, U64]
@@ -104,16 +103,7 @@ def test_encoders_leak_nothing() -> None:
             with pytest.raises(OverflowError):
                 cc.message_frame(7, 3, -1, -1, 0, [1], data)
 
-    run()  # warm up caches (small ints, pytest's) before measuring
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        run()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = bytes_left_behind(run)
     assert grown < 64 * 1024, f"{grown} bytes left behind by 60,000 calls"
 
 
@@ -154,14 +144,5 @@ def test_message_frames_leak_nothing() -> None:
             with pytest.raises(OverflowError):
                 cc.message_frames(7, 3, -1, [*eids[:50], -1], datas[:51])
 
-    run()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        run()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = bytes_left_behind(run)
     assert grown < 64 * 1024, f"{grown} bytes left behind by 4,000 calls"

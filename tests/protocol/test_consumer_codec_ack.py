@@ -3,9 +3,7 @@
 give None (the broker then parses with protobuf, which raises for bad bytes as before)."""
 from __future__ import annotations
 
-import gc
 import random
-import tracemalloc
 
 import pytest
 from google.protobuf.message import DecodeError
@@ -13,6 +11,7 @@ from google.protobuf.message import DecodeError
 from letterbox.protocol import FrameDecoder, ack_decoder, pb
 from letterbox.protocol import _consumer_codec as cc
 from letterbox.protocol.ack_decoder import AckFields, decode_ack_py
+from tests.protocol.leaks import bytes_left_behind
 
 U64 = (1 << 64) - 1
 T = pb.BaseCommand
@@ -218,16 +217,7 @@ def test_decode_ack_leaks_nothing() -> None:
             with pytest.raises(TypeError):
                 cc.decode_ack(5)  # type: ignore[arg-type]
 
-    run()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        run()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = bytes_left_behind(run)
     assert grown < 64 * 1024, f"{grown} bytes left behind by 100,000 calls"
 
 

@@ -80,4 +80,26 @@ static int field_kind(const int8_t *kinds, size_t nkinds, uint64_t tag) {
     return wire == (kind == VARINT_FIELD ? 0 : 2) ? kind : -1;
 }
 
+/* The next field of a message whose accepted fields are `kinds`: its number in *field and, for
+ * a varint, its value in *v (0 otherwise); a KeyValue's body is checked too. FALLBACK when the
+ * field is not accepted or not well formed. */
+static int next_field(ptr *pp, ptr end, const int8_t *kinds, size_t nkinds, uint64_t *field,
+                      uint64_t *v) {
+    uint64_t tag;
+    ptr body;
+    size_t len;
+    *v = 0;
+    if (tag_of(pp, end, &tag)) return FALLBACK;
+    int kind = field_kind(kinds, nkinds, tag);
+    if (kind < 0) return FALLBACK;
+    if (kind != VARINT_FIELD) {
+        if (delimited(pp, end, &body, &len)) return FALLBACK;
+        if (kind == KV_FIELD && key_value(body, body + len)) return FALLBACK;
+    } else if (varint(pp, end, v)) {
+        return FALLBACK;
+    }
+    *field = tag >> 3;
+    return 0;
+}
+
 #endif

@@ -46,19 +46,9 @@ static int scan_metadata(ptr p, ptr end, Meta *m) {
     int required = 0;
     memset(m, 0, sizeof *m);
     while (p < end) {
-        uint64_t tag, v = 0;
-        ptr body;
-        size_t len;
-        if (tag_of(&p, end, &tag)) return FALLBACK;
-        int kind = field_kind(META_KINDS, sizeof META_KINDS, tag);
-        if (kind < 0) return FALLBACK;
-        if (kind != VARINT_FIELD) {
-            if (delimited(&p, end, &body, &len)) return FALLBACK;
-            if (kind == KV_FIELD && key_value(body, body + len)) return FALLBACK;
-        } else if (varint(&p, end, &v)) {
-            return FALLBACK;
-        }
-        switch (tag >> 3) {
+        uint64_t field, v;
+        if (next_field(&p, end, META_KINDS, sizeof META_KINDS, &field, &v)) return FALLBACK;
+        switch (field) {
         case 1: required |= 1; break;
         case 2: required |= 2; break;
         case 3: required |= 4; m->publish_time = v; break;
@@ -94,19 +84,9 @@ static const int8_t SINGLE_KINDS[11] = {
 static int64_t scan_single(ptr p, ptr end) {
     int64_t size = -1;
     while (p < end) {
-        uint64_t tag, v = 0;
-        ptr body;
-        size_t len;
-        if (tag_of(&p, end, &tag)) return FALLBACK;
-        int kind = field_kind(SINGLE_KINDS, sizeof SINGLE_KINDS, tag);
-        if (kind < 0) return FALLBACK;
-        if (kind != VARINT_FIELD) {
-            if (delimited(&p, end, &body, &len)) return FALLBACK;
-            if (kind == KV_FIELD && key_value(body, body + len)) return FALLBACK;
-        } else if (varint(&p, end, &v)) {
-            return FALLBACK;
-        }
-        if (tag >> 3 == 3) {
+        uint64_t field, v;
+        if (next_field(&p, end, SINGLE_KINDS, sizeof SINGLE_KINDS, &field, &v)) return FALLBACK;
+        if (field == 3) {
             if (v > INT32_MAX) return FALLBACK;
             size = (int64_t)v;
         }

@@ -52,23 +52,21 @@ class LedgerCache:
     def __len__(self) -> int:
         return len(self._rows) - self._head
 
-    def row(self, entry_id: int) -> Row | None:
+    def _index(self, entry_id: int) -> int:
+        """Where `entry_id` is held in _rows, or -1."""
         i = entry_id - self.base
         if i < 0:
-            return None
+            return -1
         i += self._head
-        if i >= len(self._rows):
-            return None
-        return self._rows[i]
+        return i if i < len(self._rows) else -1
+
+    def row(self, entry_id: int) -> Row | None:
+        i = self._index(entry_id)
+        return self._rows[i] if i >= 0 else None
 
     def get(self, entry_id: int) -> Entry | None:
-        i = entry_id - self.base
-        if i < 0:
-            return None
-        i += self._head
-        if i >= len(self._rows):
-            return None
-        return entry_of(self._rows[i], self._delivers[i])
+        i = self._index(entry_id)
+        return entry_of(self._rows[i], self._delivers[i]) if i >= 0 else None
 
     def rows_from(self, entry_id: int, count: int) -> tuple[list[Row], list[int | None]]:
         """Up to `count` cached rows from `entry_id` on (none if it is below base), with
