@@ -34,6 +34,19 @@ def test_runs_are_evicted_whole_oldest_first_with_exact_bytes() -> None:
     assert a.rows_from(3, 5) == ([], [])
 
 
+def test_evicted_rows_hold_no_data() -> None:
+    """Large entries evicted one at a time: the rows left in the ledger cache's list hold at
+    most the limit's worth of data (the list itself is compacted only every 1,024 rows)."""
+    size = 1_000_000
+    cache = EntryCache(limit_bytes=8 * (size + ENTRY_OVERHEAD))
+    a = LedgerCache(0)
+    for e in range(200):
+        cache.add_rows(a, rows(1, e, 1, size), [None], size)
+        held = sum(len(r[5]) for r in a._rows)
+        assert held <= cache.limit, f"{held} bytes of evicted rows still held after entry {e}"
+    assert len(a) == 8 and a.base == 192 and a.get(199) is not None and a.get(191) is None
+
+
 def test_restart_and_drop_give_their_bytes_back() -> None:
     cost = 10 + ENTRY_OVERHEAD
     cache = EntryCache(limit_bytes=cost * 100)

@@ -14,7 +14,8 @@
 # and <= limit after every add; a chunk whose ledger cache was dropped or restarted (its
 # generation moved) is stale: its cost was already taken off when that happened.
 # Trimmed entries are not removed (readers clamp to first_position); a deleted ledger's cache
-# is dropped with EntryCache.drop().
+# is dropped with EntryCache.drop(). An evicted row's slot is overwritten at once (the list is
+# compacted only every 1,024 rows): the data of evicted rows is never held (5 MB entries!).
 from __future__ import annotations
 
 from collections import deque
@@ -26,6 +27,7 @@ from .position import Position
 ENTRY_OVERHEAD = 120  # rough per-entry Python object cost (row tuple + bytes header)
 
 Row = tuple[int, int, int, int, int, bytes]  # ledger_id, entry_id, publish_time, num, size, data
+_EVICTED: Row = (0, 0, 0, 0, 0, b"")  # fills an evicted slot until the list is compacted
 
 
 def row_of(entry: Entry) -> Row:
@@ -103,6 +105,9 @@ class LedgerCache:
         k = min(last_entry_id - self.base + 1, len(self))
         if k <= 0:
             return
+        rows, head = self._rows, self._head
+        for i in range(head, head + k):  # the evicted rows' data is freed now, not at compaction
+            rows[i] = _EVICTED
         self._head += k
         self.base += k
         self.cost -= cost
