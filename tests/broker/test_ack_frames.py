@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-
-import pytest
 
 from letterbox.errors import ServerError
 from letterbox.protocol import build_headers_and_payload, client_commands, encode_command, pb
@@ -18,14 +15,6 @@ from tests.conftest import BrokerProcess, wait_until
 
 T = pb.BaseCommand
 SUB = pb.CommandSubscribe
-
-
-@pytest.fixture
-def conn(broker: BrokerProcess) -> Iterator[RawConn]:
-    c = RawConn(broker.port)
-    c.handshake()
-    yield c
-    c.close()
 
 
 def ack(consumer_id: int, ids: list[tuple[int, int]], ack_type: int = 0, **extra: object) -> bytes:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-
-import pytest
 
 from letterbox.errors import ServerError
 from letterbox.protocol import pb
@@ -38,14 +35,6 @@ def get_schema(topic: str, rid: int, version: int | None = None) -> bytes:
     if version is not None:
         body.schema_version = version.to_bytes(8, "big", signed=True)
     return encode_command(T(type=T.GET_SCHEMA, getSchema=body))
-
-
-@pytest.fixture
-def conn(broker: BrokerProcess) -> Iterator[RawConn]:
-    c = RawConn(broker.port)
-    c.handshake()
-    yield c
-    c.close()
 
 
 def test_get_or_create_then_get_by_version(broker: BrokerProcess, conn: RawConn) -> None:
