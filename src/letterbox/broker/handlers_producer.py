@@ -22,7 +22,7 @@ from letterbox.broker.topic_policies import check_new_producer
 from letterbox.broker.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
-from letterbox.protocol.framing import Frame, SendScan, parse_send_payload
+from letterbox.protocol.framing import Frame, SendFacts, SendScan, parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
 from letterbox.protocol.send_decoder import SendCommand
 from letterbox.storage.errors import StorageError, is_storage_fault
@@ -125,8 +125,9 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     hp = frame.headers_and_payload
     if hp is None:
         raise NotAllowed("SEND without a message payload")
-    facts = frame.facts  # checked by the compiled codec (protocol/send_scan.py says what holds)
-    if facts is not None and producer.checking is None and facts[3] <= cnx.service.config.max_message_size:
+    facts = frame.facts
+    if _checked(producer, facts, cnx.service.config.max_message_size):
+        assert facts is not None
         _publish(cnx, producer, pid, c.sequence_id, c.highest_sequence_id, hp, facts[0], facts[1], facts[2])
         return
     try:
@@ -157,6 +158,13 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     cnx.service.track(task)
 
 
+def _checked(producer: Producer, facts: SendFacts | None, max_size: int) -> bool:
+    """The compiled codec found the SEND surely acceptable (protocol/send_scan.py says what
+    holds then), it fits max_message_size, and no earlier SEND of the producer is still being
+    checked: it can be published from `facts` alone."""
+    return facts is not None and producer.checking is None and facts[3] <= max_size
+
+
 def handle_sends(cnx: ServerCnx, sends: list[SendScan], dispatch: Callable[[Frame], None]) -> None:
     """A run of SEND frames read by the compiled codec (ServerProtocol.take_sends), in order:
     one that is surely acceptable (facts, a ready producer, within max_message_size) is
@@ -167,7 +175,7 @@ def handle_sends(cnx: ServerCnx, sends: list[SendScan], dispatch: Callable[[Fram
         if cnx.closed:  # as _process stops reading frames once the connection is closed
             return
         producer = producers.get(pid)
-        if facts is None or producer is None or producer.checking is not None or facts[3] > max_size:
+        if producer is None or facts is None or not _checked(producer, facts, max_size):
             dispatch(Frame(None, hp, send=SendCommand(pid, seq, num, highest), raw=cmd, facts=facts))
             continue
         try:
