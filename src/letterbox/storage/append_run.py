@@ -55,7 +55,7 @@ class AppendRunOp(WriteOp):
             conn.execute(UPSERT_SEQ, seq)
 
     def on_commit(self) -> None:
-        _committed(self)
+        self.ledger.on_rows_committed(self.rows, self.delivers, self.nbytes, self.producer_name, self.sequence_id)
 
     def on_fail(self, exc: BaseException) -> None:
         self.ledger._on_append_failed(exc)
@@ -72,40 +72,18 @@ def reserve_row(
         op = led._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         ops.append(op)
         return op.entry.position.entry_id
-    led.check_appendable()
+    eid = led.reserve_entry_id(num_messages, producer_name, sequence_id)
     if type(data) is not bytes:
         data = bytes(data)
-    if num_messages < 1:
-        raise ValueError("num_messages must be >= 1")
     run = ops[-1] if ops else None
     if type(run) is not AppendRunOp or run.ledger is not led or run.producer_name != producer_name:
         run = AppendRunOp(led, producer_name)
         ops.append(run)
         led._inflight += 1
-    eid = led._next
-    led._next = eid + 1
-    led.counts.add(num_messages)
     if producer_name is not None and sequence_id is not None:
-        led._pushed_seq[producer_name] = sequence_id
         run.sequence_id = sequence_id
     size = len(data)
     run.rows.append((led.ledger_id, eid, publish_time, num_messages, size, data))
     run.delivers.append(deliver_at_time)
     run.nbytes += size
     return eid
-
-
-def _committed(run: AppendRunOp) -> None:
-    """Loop thread: the run is durable; its rows join the tail cache as they are."""
-    led = run.ledger
-    led._inflight -= 1
-    rows = run.rows
-    if not rows:
-        return
-    led._store._cache.add_rows(led._cache, rows, run.delivers, run.nbytes)
-    last = rows[-1][1]
-    if last > led._lc:
-        led._lc = last
-    led._size += run.nbytes
-    if run.producer_name is not None and run.sequence_id is not None:
-        led._seq[run.producer_name] = run.sequence_id

@@ -139,27 +139,26 @@ class ManagedLedger:
             raise LedgerRecovering(f"ledger {self.name!r}: storage write failed ({self._failed}); retrying")
         self._store._check_open()
 
-    def _prepare_append(
-        self,
-        data: bytes,
-        num_messages: int,
-        publish_time: int,
-        producer_name: str | None = None,
-        sequence_id: int | None = None,
-        deliver_at_time: int | None = UNREAD,
-    ) -> AppendOp:
+    def _prepare_append(self, data: bytes, num_messages: int, publish_time: int, producer_name: str | None = None,
+                        sequence_id: int | None = None, deliver_at_time: int | None = UNREAD) -> AppendOp:
         """Assign an id and build the AppendOp; Transaction, append() or submit_appends stores it."""
+        eid = self.reserve_entry_id(num_messages, producer_name, sequence_id)
+        entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time, deliver_at_time)
+        self._inflight += 1
+        return AppendOp(self, entry, producer_name, sequence_id)
+
+    def reserve_entry_id(self, num_messages: int, producer_name: str | None, sequence_id: int | None) -> int:
+        """The next entry id, for an AppendOp or an AppendRunOp row (the caller counts its append
+        in flight); nothing is reserved when the ledger cannot append or num_messages < 1."""
         self.check_appendable()
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
         eid = self._next
         self._next = eid + 1
-        entry = Entry(Position(self.ledger_id, eid), bytes(data), num_messages, publish_time, deliver_at_time)
         self.counts.add(num_messages)
         if producer_name is not None and sequence_id is not None:
             self._pushed_seq[producer_name] = sequence_id
-        self._inflight += 1
-        return AppendOp(self, entry, producer_name, sequence_id)
+        return eid
 
     reserve_append = _prepare_append  # an entry id now, stored later by submit_appends
 
@@ -171,15 +170,20 @@ class ManagedLedger:
         self.counts.pop()
         self._inflight -= 1
 
-    def _on_append_committed(self, op: AppendOp) -> None:
+    def on_rows_committed(self, rows: Sequence[Row], delivers: Sequence[int | None], nbytes: int,
+                          producer_name: str | None, sequence_id: int | None) -> None:
+        """Loop thread: one in-flight append of this ledger is durable (an AppendOp, or an
+        AppendRunOp's rows): they join the tail cache as they are."""
         self._inflight -= 1
-        eid = op.entry.position.entry_id
-        if eid > self._lc:
-            self._lc = eid
-        self._store._cache.add(self._cache, op.entry)
-        self._size += len(op.entry.data)
-        if op.producer_name is not None and op.sequence_id is not None:
-            self._seq[op.producer_name] = op.sequence_id
+        if not rows:
+            return
+        self._store._cache.add_rows(self._cache, rows, delivers, nbytes)
+        last = rows[-1][1]
+        if last > self._lc:
+            self._lc = last
+        self._size += nbytes
+        if producer_name is not None and sequence_id is not None:
+            self._seq[producer_name] = sequence_id
 
     def _on_append_failed(self, exc: BaseException) -> None:
         self._inflight -= 1

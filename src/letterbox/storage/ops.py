@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .attempt_log import AttemptChanges
+from .cache import Row, row_of
 from .entry import Entry
 from .errors import LedgerClosedError
 
@@ -28,7 +29,8 @@ class OpLedger(Protocol):
 
     ledger_id: int
 
-    def _on_append_committed(self, op: AppendOp) -> None: ...
+    def on_rows_committed(self, rows: Sequence[Row], delivers: Sequence[int | None], nbytes: int,
+                          producer_name: str | None, sequence_id: int | None) -> None: ...
 
     def _on_append_failed(self, exc: BaseException) -> None: ...
 
@@ -121,7 +123,9 @@ class AppendOp(WriteOp):
             conn.execute(UPSERT_SEQ, seq)
 
     def on_commit(self) -> None:
-        self.ledger._on_append_committed(self)
+        e = self.entry
+        self.ledger.on_rows_committed([row_of(e)], [e.deliver_at_time], len(e.data), self.producer_name,
+                                      self.sequence_id)
 
     def on_fail(self, exc: BaseException) -> None:
         self.ledger._on_append_failed(exc)
