@@ -89,25 +89,23 @@ class Consumer:
         if message_frame is not None:  # the compiled encoder (receipts.py)
             return message_frame(self.consumer_id, pos.ledger_id, eid, self.partition_index, redelivery_count,
                                  ack_set, entry.data)
+        return self.encoder(pos.ledger_id).frame(eid, redelivery_count, ack_set, entry.data)
+
+    def encoder(self, ledger_id: int) -> MessageEncoder:
+        """The MESSAGE frame encoder of this consumer for entries of `ledger_id`."""
         enc = self._encoder
-        if enc is None or enc.ledger_id != pos.ledger_id:
-            enc = self._encoder = MessageEncoder(self.consumer_id, pos.ledger_id, self.partition_index)
-        return enc.frame(eid, redelivery_count, ack_set, entry.data)
+        if enc is None or enc.ledger_id != ledger_id:
+            enc = self._encoder = MessageEncoder(self.consumer_id, ledger_id, self.partition_index)
+        return enc
 
     def booked_run(self, ledger_id: int, entry_ids: list[int], nums: list[int], messages: int) -> MessageEncoder:
         """booked_message for a run of entries new to this consumer, all below what
         unblocked_room leaves (`messages` = sum of nums): booked in one step; returns the
         encoder of their MESSAGE frames, which the caller builds and writes."""
         self.pending.add_run(entry_ids, nums, messages)
-        if self.permits >= messages:
-            self.permits -= messages
-        else:
-            self.take_permits(messages)
+        self.take_permits(messages)
         self.msg_out += messages
-        enc = self._encoder
-        if enc is None or enc.ledger_id != ledger_id:
-            enc = self._encoder = MessageEncoder(self.consumer_id, ledger_id, self.partition_index)
-        return enc
+        return self.encoder(ledger_id)
 
     def send_raw(self, ledger_id: int, entry_id: int, num_messages: int, data: bytes) -> None:
         """Non-persistent delivery: no pending-ack bookkeeping."""
