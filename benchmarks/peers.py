@@ -18,7 +18,8 @@ consumer process (_peers_pulsar.py / _peers_nats.py):
 
 The clock runs from the producer's first send to the consumer's last ack (W2: until every good
 message is acked and every failing one is in the dead letter topic, each once). Broker CPU is
-utime+stime from /proc/<pid>/stat over that span; client CPU is the producer's plus the
+the broker process's CPU over that span, from the scheduler's per-thread nanosecond counters
+(/proc/<pid>/task/*/schedstat; _broker.CpuSpan), not /proc/<pid>/stat's 10 ms ticks; client CPU is the producer's plus the
 consumer's own (getrusage, every thread) over their work; "producer busy" is the producer
 process's CPU over its own span (send .. last receipt) -- near 1.0 it used a whole core, so the
 client library, not the broker, set the pace. The table shows the median of the
@@ -44,7 +45,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _broker import Broker, cpu_seconds
+from _broker import Broker, CpuSpan
 
 HERE = Path(__file__).resolve().parent
 NATS_PY = "nats-py>=2.6,<3"
@@ -151,14 +152,14 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
     producer: Worker | None = None
     try:
         consumer.expect("READY", 120)
-        cpu0 = cpu_seconds(broker_pid) or 0.0
+        broker_span = CpuSpan(broker_pid)
         producer = Worker([sys.executable, script, "produce", url, name, str(n), "--size", str(a.size), *common])
         timeout = a.timeout * 10 + 60
         try:
             done = consumer.expect("DONE", timeout)
         except (TimeoutError, RuntimeError):
             done = {}
-        broker_cpu = (cpu_seconds(broker_pid) or 0.0) - cpu0
+        broker_cpu = broker_span.seconds()
         prod = producer.expect("DONE", timeout)
         try:
             result = consumer.expect("RESULT", 0 if consumer.proc.poll() is not None else a.timeout + 30)
