@@ -10,7 +10,8 @@ from storage_helpers import payload, run_with_store
 
 from letterbox.storage import LedgerClosedError, Store
 from letterbox.storage.append_run import AppendRunOp, reserve_row
-from letterbox.storage.ops import AppendOp, WriteOp
+from letterbox.storage.ops import AppendOp, WriteOp, insert_entries
+from letterbox.storage.schema import open_writer
 
 LARGE = 4096
 
@@ -110,3 +111,27 @@ def test_runs_of_two_producers_and_ledgers_commit_in_one_group(tmp_path: Path) -
         assert [e.entry_id for e in a.read_entries(1, 300)] == list(range(1, 201))
 
     run_with_store(tmp_path, body)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 31, 63, 64, 65, 127, 128, 129, 200])
+def test_insert_entries_stores_every_row_in_order(tmp_path: Path, n: int) -> None:
+    """Multi-row statements (ops.insert_entries) store exactly the rows given, in order: rowids
+    follow the list, payloads and payload-file names (text) kept as given."""
+    conn = open_writer(tmp_path / "x.db", "off")
+    rows = [(7, i, 1000 + i, 1 + i % 3, 10 + i, payload(i) if i % 5 else f"file-{i}") for i in range(n)]
+    conn.execute("BEGIN")
+    insert_entries(conn, rows)
+    conn.execute("COMMIT")
+    got = conn.execute(
+        "SELECT ledger_id, entry_id, publish_time, num_messages, size, data FROM entries ORDER BY rowid").fetchall()
+    assert got == rows
+
+
+def test_insert_entries_refuses_a_duplicate_like_executemany(tmp_path: Path) -> None:
+    """A second row for an entry id raises IntegrityError, as executemany did (the writer then
+    rolls the group back and retries it per submission)."""
+    conn = open_writer(tmp_path / "x.db", "off")
+    rows = [(7, i, 0, 1, 1, b"x") for i in range(70)] + [(7, 3, 0, 1, 1, b"dup")]
+    conn.execute("BEGIN")
+    with pytest.raises(sqlite3.IntegrityError):
+        insert_entries(conn, rows)

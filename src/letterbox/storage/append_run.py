@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .cache import Row
 from .errors import LedgerClosedError
-from .ops import INSERT_ENTRY, UPSERT_SEQ, WriteOp
+from .ops import UPSERT_SEQ, WriteOp, insert_entries
 
 if TYPE_CHECKING:
     from .managed_ledger import ManagedLedger
@@ -49,7 +49,7 @@ class AppendRunOp(WriteOp):
         lid = self.ledger.ledger_id
         if lid in fenced:
             raise LedgerClosedError(f"ledger {lid} is fenced after a failed write")
-        conn.executemany(INSERT_ENTRY, self.rows)
+        insert_entries(conn, self.rows)
         seq = self.seq_row()
         if seq is not None:
             conn.execute(UPSERT_SEQ, seq)

@@ -45,6 +45,27 @@ INSERT_ENTRY = (
     "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+# Rows per multi-row INSERT. sqlite3 lets go of the GIL around every statement step and takes
+# it back after, so executemany(INSERT_ENTRY) gives the event loop the GIL and waits to get it
+# back once per ROW; a statement of many rows does that once per statement (insert_entries).
+ROWS_PER_INSERT = 64
+_INSERT_ROWS = {
+    n: INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?)" * (n - 1)
+    for n in (1, 2, 4, 8, 16, 32, ROWS_PER_INSERT)
+}
+
+
+def insert_entries(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, int, int, bytes | str]]) -> None:
+    """INSERT_ENTRY for every row, in order, in statements of up to ROWS_PER_INSERT rows
+    (then 32, 16, ... 1 for the rest): a handful of statements, not one per row."""
+    i, left = 0, len(rows)
+    while left:
+        n = ROWS_PER_INSERT if left >= ROWS_PER_INSERT else 1 << (left.bit_length() - 1)
+        conn.execute(_INSERT_ROWS[n], [v for row in rows[i:i + n] for v in row])
+        i += n
+        left -= n
+
+
 UPSERT_SEQ = (
     "INSERT INTO producer_seq (ledger_id, producer_name, sequence_id) VALUES (?, ?, ?) "
     "ON CONFLICT (ledger_id, producer_name) DO UPDATE SET sequence_id = excluded.sequence_id"

@@ -34,7 +34,7 @@ from typing import Any
 
 from .append_run import AppendRunOp
 from .errors import is_storage_fault
-from .ops import INSERT_ENTRY, UPSERT_SEQ, AppendOp, WriteOp
+from .ops import UPSERT_SEQ, AppendOp, WriteOp, insert_entries
 from .payload_files import PayloadFiles
 from .payload_lane import PayloadLane
 from .schema import SyncMode, open_writer
@@ -178,7 +178,7 @@ class Writer:
 
         def flush() -> None:
             if rows:
-                conn.executemany(INSERT_ENTRY, rows)
+                insert_entries(conn, rows)
                 rows.clear()
             if seqs:
                 conn.executemany(UPSERT_SEQ, list(seqs.values()))
