@@ -54,6 +54,18 @@ class CpuSpan:
         self.pid = pid
         self.ticks0 = cpu_seconds(pid) or 0.0
         self.ns0 = run_seconds(pid) or 0.0
+        self.main0 = self._main()
+
+    def _main(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/task/{self.pid}/schedstat") as f:
+                return int(f.read().split()[0]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def main_seconds(self) -> float:
+        """The main thread's share (a letterbox broker's event loop)."""
+        return max(self._main() - self.main0, 0.0)
 
     def seconds(self) -> float:
         ticks = (cpu_seconds(self.pid) or self.ticks0) - self.ticks0

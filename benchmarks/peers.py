@@ -160,6 +160,7 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
         except (TimeoutError, RuntimeError):
             done = {}
         broker_cpu = broker_span.seconds()
+        broker_main_cpu = broker_span.main_seconds()
         prod = producer.expect("DONE", timeout)
         try:
             result = consumer.expect("RESULT", 0 if consumer.proc.poll() is not None else a.timeout + 30)
@@ -182,6 +183,8 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
         "msg_per_s": round(n / seconds) if seconds == seconds else 0,
         "broker_cpu_s": round(broker_cpu, 3), "client_cpu_s": round(float(prod["cpu_s"]) + float(result["cpu_s"]), 3),  # type: ignore[arg-type]
         "producer_cpu_s": prod["cpu_s"], "consumer_cpu_s": result["cpu_s"],
+        # letterbox: the event loop's share of broker_cpu_s (the rest: storage writer and others)
+        "broker_main_thread_cpu_s": round(broker_main_cpu, 3),
         # the producer process's CPU over its own send..last-receipt span: near 1.0 it used a whole
         # core (its client library is the limit), well below it waited on the broker
         "producer_busy": round(float(prod["cpu_s"]) / max(float(prod["t_end"]) - float(prod["t_start"]), 1e-9), 2),  # type: ignore[arg-type]

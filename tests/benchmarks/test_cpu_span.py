@@ -53,6 +53,11 @@ def test_cpu_span_counts_the_work_of_the_span(mode: str) -> None:
         measured = span.seconds()
         # the busy thread's own CPU, plus a little of the interpreter around it
         assert burnt * 0.95 <= measured <= burnt + 0.1, (burnt, measured)
+        main = span.main_seconds()  # the main thread's share
+        if mode == "main-thread":
+            assert burnt * 0.95 <= main <= measured, (burnt, main, measured)
+        else:
+            assert main < burnt / 2, (burnt, main)
     finally:
         child.kill()
         child.wait()
