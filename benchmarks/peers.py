@@ -195,6 +195,15 @@ def run_once(system: str, url: str, broker_pid: int, workload: str, n: int, a: a
     }
 
 
+def cpu_probe() -> float:
+    """CPU seconds this process spends on a fixed pure-Python loop: the machine's pace at the
+    time (a shared 2-core VM's varies by a quarter within minutes), printed with the table so
+    runs taken at different times can be compared."""
+    t0 = time.process_time()
+    sum(range(30_000_000))
+    return round(time.process_time() - t0, 3)
+
+
 def run_system(system: str, a: argparse.Namespace, out: list[dict[str, object]]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f"peers-{system}-"))
     server: Broker | NatsServer = NatsServer(tmp) if system == "nats" else Broker(tmp / "data", log=tmp / "broker.log")
@@ -294,18 +303,21 @@ def main() -> None:
     ensure_installed(systems, not a.no_install)
     load_before = os.getloadavg()
     runs: list[dict[str, object]] = []
+    probes = [cpu_probe()]
     for system in systems:
         run_system(system, a, runs)
+        probes.append(cpu_probe())
     rows = summarise(runs, systems, a.workloads)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nproc": os.cpu_count(),
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()], "runs_per_system": a.runs,
-            "nats_nak_delay_ms": a.nats_nak_delay_ms}
+            "nats_nak_delay_ms": a.nats_nak_delay_ms, "cpu_probe_s": probes}
     if a.json:
         print(json.dumps({"meta": meta, "rows": rows, "runs": runs}))
         return
     print(f"\n{meta['date']}, {meta['nproc']} CPUs, load average before {meta['loadavg_before']} "
-          f"after {meta['loadavg_after']}; median of {a.runs}\n")
+          f"after {meta['loadavg_after']}; median of {a.runs}; CPU probe {probes} s "
+          "(before, and after each system)\n")
     print(table(rows))
     print()
     for line in versus(rows):
