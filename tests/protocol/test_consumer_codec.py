@@ -146,3 +146,19 @@ def test_message_frames_leak_nothing() -> None:
 
     grown = bytes_left_behind(run)
     assert grown < 64 * 1024, f"{grown} bytes left behind by 4,000 calls"
+
+
+def test_message_encoder_is_the_compiled_one_with_the_references_bytes() -> None:
+    """receipts.message_encoder(), what the dispatcher uses, is the compiled encoder when the codec
+    is built (it is under make test), and its frame()/frames() write what MessageEncoder writes."""
+    for partition in (-1, 0, 300):
+        enc = receipts.message_encoder(7, 2**40, partition)
+        ref = receipts.MessageEncoder(7, 2**40, partition)
+        assert not isinstance(enc, receipts.MessageEncoder)
+        for entry in (0, 128, 2**28):
+            for redeliveries, ack_set in ((0, None), (3, [1, -1])):
+                assert enc.frame(entry, redeliveries, ack_set, b"x" * 5) == ref.frame(entry, redeliveries, ack_set,
+                                                                                   b"x" * 5)
+        ids, datas = [5, 6, 2**21], [b"", b"a", b"b" * 300]
+        assert enc.frames(ids, datas) == ref.frames(ids, datas) == receipts.message_frames(7, 2**40, partition, ids,
+                                                                                            datas)

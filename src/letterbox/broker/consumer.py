@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.unacked_limits import PendingAcks, on_pending_change
 from letterbox.protocol import commands
-from letterbox.protocol.receipts import MessageEncoder, message_frame
+from letterbox.protocol.receipts import FrameEncoder, message_encoder
 
 if TYPE_CHECKING:
     from letterbox.broker.server_cnx import ServerCnx
@@ -45,7 +45,7 @@ class Consumer:
     # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer
     blocked_on_unacked: bool = False
     # this consumer's MESSAGE frames from its topic's ledger (ids encoded once)
-    _encoder: MessageEncoder | None = field(default=None, init=False, repr=False)
+    _encoder: FrameEncoder | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pending = PendingAcks(lambda delta: on_pending_change(self, delta))
@@ -86,19 +86,16 @@ class Consumer:
         else:
             self.take_permits(n)
         self.msg_out += n
-        if message_frame is not None:  # the compiled encoder (receipts.py)
-            return message_frame(self.consumer_id, pos.ledger_id, eid, self.partition_index, redelivery_count,
-                                 ack_set, entry.data)
         return self.encoder(pos.ledger_id).frame(eid, redelivery_count, ack_set, entry.data)
 
-    def encoder(self, ledger_id: int) -> MessageEncoder:
+    def encoder(self, ledger_id: int) -> FrameEncoder:
         """The MESSAGE frame encoder of this consumer for entries of `ledger_id`."""
         enc = self._encoder
         if enc is None or enc.ledger_id != ledger_id:
-            enc = self._encoder = MessageEncoder(self.consumer_id, ledger_id, self.partition_index)
+            enc = self._encoder = message_encoder(self.consumer_id, ledger_id, self.partition_index)
         return enc
 
-    def booked_run(self, ledger_id: int, entry_ids: list[int], nums: list[int], messages: int) -> MessageEncoder:
+    def booked_run(self, ledger_id: int, entry_ids: list[int], nums: list[int], messages: int) -> FrameEncoder:
         """booked_message for a run of entries new to this consumer, all below what
         unblocked_room leaves (`messages` = sum of nums): booked in one step; returns the
         encoder of their MESSAGE frames, which the caller builds and writes."""

@@ -19,7 +19,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from letterbox.failure.decide import DELAYS_HONOURED
-from letterbox.protocol.receipts import encode_message_frames, message_frame
 
 if TYPE_CHECKING:
     from letterbox.broker.consumer import Consumer
@@ -74,14 +73,7 @@ def send_plain_run(sub: Subscription, consumer: Consumer, run: list[Row], messag
     sub.tracker.on_send_run(eids)
     cursor = sub.cursor
     enc = consumer.booked_run(run[0][0], eids, list(map(_NUM, run)), messages)
-    frame = enc.frame
-    counts = cursor.deliveries.counts
-    if not counts and not cursor.has_partial_batches():
-        if encode_message_frames is not None:  # compiled: the run's frames as one bytes object
-            return [encode_message_frames(enc.consumer_id, enc.ledger_id, enc.partition, eids, list(map(_DATA, run)))]
-        return [frame(r[1], 0, None, r[5]) for r in run]
-    count, ack_set = cursor.redelivery_count, cursor.batch_ack_set
-    if message_frame is not None:  # compiled
-        cid, lid, part = enc.consumer_id, enc.ledger_id, enc.partition
-        return [message_frame(cid, lid, r[1], part, count(r[1]), ack_set(r[1]), r[5]) for r in run]
+    if not cursor.deliveries.counts and not cursor.has_partial_batches():
+        return [enc.frames(eids, list(map(_DATA, run)))]  # the run's frames as one bytes object
+    frame, count, ack_set = enc.frame, cursor.redelivery_count, cursor.batch_ack_set
     return [frame(r[1], count(r[1]), ack_set(r[1]), r[5]) for r in run]

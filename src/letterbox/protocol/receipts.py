@@ -8,20 +8,21 @@
 # written in field-number order, as protobuf serializes them; repeated int64 fields
 # (ack_set) are not packed (proto2 default).
 #
-# The hot path calls `message_frame`, `encode_message_frames` and `encode_pending_receipts`: the
-# compiled letterbox.protocol._consumer_codec functions when built (speedups.py), else None (the
-# caller keeps MessageEncoder) / the pure-Python reference here (message, message_frames,
-# pending_receipts are the references, with the same contracts)
+# The hot path asks `message_encoder()` for a consumer's MESSAGE encoder and calls
+# `encode_pending_receipts`: over the compiled letterbox.protocol._consumer_codec functions when
+# built (speedups.py), else MessageEncoder / the pure-Python reference here (message,
+# message_frames, pending_receipts are the references, with the same contracts)
 # (tests/protocol/test_consumer_codec.py compares them byte for byte).
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 from letterbox.protocol import speedups
 
-__all__ = ["MessageEncoder", "encode_message_frames", "encode_pending_receipts", "message", "message_frame",
+__all__ = ["FrameEncoder", "MessageEncoder", "encode_pending_receipts", "message", "message_encoder",
            "message_frames", "pending_receipts", "send_receipt", "send_receipts", "varint"]
 
 _HEADER = struct.Struct(">II")
@@ -139,8 +140,23 @@ def message_frames(consumer_id: int, ledger_id: int, partition: int, entry_ids: 
     back: message(consumer_id, ledger_id, entry_id, partition, 0, None, data) for each."""
     if len(entry_ids) != len(datas):
         raise ValueError("entry_ids and datas differ in length")
-    frame = MessageEncoder(consumer_id, ledger_id, partition).frame
-    return b"".join([frame(eid, 0, None, data) for eid, data in zip(entry_ids, datas, strict=True)])
+    return MessageEncoder(consumer_id, ledger_id, partition).frames(entry_ids, datas)
+
+
+class FrameEncoder(Protocol):
+    """A consumer's MESSAGE frames from one ledger (message_encoder() gives one)."""
+
+    consumer_id: int
+    ledger_id: int
+    partition: int
+
+    def frame(self, entry_id: int, redelivery_count: int, ack_set: Sequence[int] | None, data: bytes) -> bytes:
+        """message(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set, data)."""
+        ...
+
+    def frames(self, entry_ids: Sequence[int], datas: Sequence[bytes]) -> bytes:
+        """frame(entry_id, 0, None, data) of each, back to back."""
+        ...
 
 
 class MessageEncoder:
@@ -168,15 +184,46 @@ class MessageEncoder:
         n = len(body) + 4
         return b"".join((_HEADER.pack(n + 4 + len(data), n), _MESSAGE_TYPE, _BYTE[len(body)], body, data))
 
+    def frames(self, entry_ids: Sequence[int], datas: Sequence[bytes]) -> bytes:
+        frame = self.frame
+        return b"".join([frame(eid, 0, None, data) for eid, data in zip(entry_ids, datas, strict=True)])
 
-# message(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set, data)
-MessageFrame = Callable[[int, int, int, int, int, "Sequence[int] | None", bytes], bytes]
+
 _c = speedups.consumer_codec
-# None without the compiled codec: MessageEncoder is the faster Python path then
-message_frame: MessageFrame | None = _c.message_frame if _c is not None else None
-encode_message_frames: Callable[[int, int, int, Sequence[int], Sequence[bytes]], bytes] | None = (
-    _c.message_frames if _c is not None else None
-)
+
+
+MessageFrame = Callable[[int, int, int, int, int, "Sequence[int] | None", bytes], bytes]
+MessageFrames = Callable[[int, int, int, Sequence[int], Sequence[bytes]], bytes]
+
+
+class _CompiledEncoder:
+    """FrameEncoder over the compiled codec's message_frame / message_frames."""
+
+    __slots__ = ("_frame", "_frames", "consumer_id", "ledger_id", "partition")
+
+    def __init__(self, consumer_id: int, ledger_id: int, partition: int, frame: MessageFrame,
+                 frames: MessageFrames) -> None:
+        self.consumer_id = consumer_id
+        self.ledger_id = ledger_id
+        self.partition = partition
+        self._frame = frame
+        self._frames = frames
+
+    def frame(self, entry_id: int, redelivery_count: int, ack_set: Sequence[int] | None, data: bytes) -> bytes:
+        return self._frame(self.consumer_id, self.ledger_id, entry_id, self.partition, redelivery_count, ack_set,
+                           data)
+
+    def frames(self, entry_ids: Sequence[int], datas: Sequence[bytes]) -> bytes:
+        return self._frames(self.consumer_id, self.ledger_id, self.partition, entry_ids, datas)
+
+
+def message_encoder(consumer_id: int, ledger_id: int, partition: int) -> FrameEncoder:
+    """The MESSAGE encoder of a consumer for one ledger: compiled when built, else MessageEncoder."""
+    if _c is not None:
+        return _CompiledEncoder(consumer_id, ledger_id, partition, _c.message_frame, _c.message_frames)
+    return MessageEncoder(consumer_id, ledger_id, partition)
+
+
 encode_pending_receipts: Callable[[int, int, Sequence[tuple[int, int, int | None, int]]], bytes] = (
     _c.pending_receipts if _c is not None else pending_receipts
 )
