@@ -11,6 +11,7 @@ from google.protobuf.message import DecodeError
 from letterbox.protocol import FrameDecoder, ack_decoder, pb
 from letterbox.protocol import _consumer_codec as cc
 from letterbox.protocol.ack_decoder import AckFields, decode_ack_py
+from letterbox.protocol.receipts import varint
 from tests.protocol.leaks import bytes_left_behind
 
 U64 = (1 << 64) - 1
@@ -126,15 +127,6 @@ def test_client_acks_read_as_expected() -> None:
 def test_uncommon_shapes_are_left_to_protobuf(raw: bytes) -> None:
     assert cc.decode_ack(raw) is None
     assert decode_ack_py(raw) is None
-
-
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def mutate_bytes(rng: random.Random, raw: bytes) -> bytes:
