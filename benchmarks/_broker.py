@@ -27,22 +27,25 @@ def cpu_seconds(pid: int, stat_file: str | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def _thread_run_seconds(pid: int, tid: int | str) -> float | None:
+    """A thread's CPU time from the scheduler's nanosecond counter (schedstat, first field)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run_seconds(pid: int) -> float | None:
     """CPU time of a process's live threads from the scheduler's nanosecond counters
-    (/proc/<pid>/task/<tid>/schedstat, first field), or None once it is gone: finer than
+    (/proc/<pid>/task/<tid>/schedstat), or None once it is gone: finer than
     cpu_seconds' clock ticks (10 ms) for spans of a tenth of a second of CPU."""
-    total = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, IndexError, ValueError):
-            continue  # the thread ended meanwhile
-    return total / 1e9
+    # a thread that ended meanwhile counts nothing
+    return sum(_thread_run_seconds(pid, tid) or 0.0 for tid in tids)
 
 
 class CpuSpan:
@@ -54,18 +57,11 @@ class CpuSpan:
         self.pid = pid
         self.ticks0 = cpu_seconds(pid) or 0.0
         self.ns0 = run_seconds(pid) or 0.0
-        self.main0 = self._main()
-
-    def _main(self) -> float:
-        try:
-            with open(f"/proc/{self.pid}/task/{self.pid}/schedstat") as f:
-                return int(f.read().split()[0]) / 1e9
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        self.main0 = _thread_run_seconds(pid, pid) or 0.0
 
     def main_seconds(self) -> float:
         """The main thread's share (a letterbox broker's event loop)."""
-        return max(self._main() - self.main0, 0.0)
+        return max((_thread_run_seconds(self.pid, self.pid) or 0.0) - self.main0, 0.0)
 
     def seconds(self) -> float:
         ticks = (cpu_seconds(self.pid) or self.ticks0) - self.ticks0
