@@ -44,6 +44,9 @@ var logger = func() plog.Logger {
 	l := logrus.New()
 	l.SetOutput(os.Stderr)
 	l.SetLevel(logrus.WarnLevel)
+	if lvl, err := logrus.ParseLevel(os.Getenv("CONFORMANCE_GO_LOG_LEVEL")); err == nil {
+		l.SetLevel(lvl) // e.g. debug, to see the client's side of a difference
+	}
 	return plog.NewLoggerWithLogrus(l)
 }()
 
@@ -224,6 +227,10 @@ func errName(err error) string {
 		return fmt.Sprintf("Result(%d)", pe.Result())
 	}
 	switch {
+	case errors.Is(err, pulsar.ErrInvalidAck):
+		return "InvalidAck"
+	case errors.Is(err, pulsar.ErrTransaction):
+		return "TransactionError"
 	case errors.Is(err, errHung):
 		return "Hung"
 	case errors.Is(err, context.DeadlineExceeded):
