@@ -6,7 +6,19 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
+// exclusiveEarliest subscribes "sub" and first leaves a "holder" subscription
+// that never consumes, so that the acknowledged messages stay stored on both
+// brokers (without retention letterbox deletes acknowledged entries within
+// seconds, Pulsar only when a ledger rolls over: docs/compatibility.md).
 func exclusiveEarliest(c pulsar.Client, topic string) (pulsar.Consumer, error) {
+	holder, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "holder", Type: pulsar.Exclusive,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		return nil, err
+	}
+	holder.Close()
 	return c.Subscribe(pulsar.ConsumerOptions{
 		Topic: topic, SubscriptionName: "sub", Type: pulsar.Exclusive,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
