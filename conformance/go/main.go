@@ -32,6 +32,8 @@ func allScenarios() []scenario {
 		{"nack_backoff_custom", nackBackoffCustom},
 		{"nack_backoff_default", nackBackoffDefault},
 		{"nack_redelivery_delay", nackRedeliveryDelay},
+		{"nack_exclusive_count", nackExclusiveCount},
+		{"count_across_reconnect", countAcrossReconnect},
 		{"key_shared_order", keySharedOrder},
 		{"deliver_after_shared", deliverAfterShared},
 		{"deliver_at_shared", deliverAtShared},
