@@ -144,8 +144,10 @@ func exclusiveSecondRefused(e *env) (any, error) {
 	return map[string]any{"second_error": errName(subErr), "first_gets": got}, nil
 }
 
-// failoverActiveConsumer: two Failover consumers (fo-a first): which one gets
-// the messages, and after it closes, the other takes over.
+// failoverActiveConsumer: two Failover consumers on a non-partitioned topic:
+// one of them gets every message (which one is the broker's choice, and Pulsar's
+// is not stable from run to run, so it is not recorded), and when it closes the
+// other takes over.
 func failoverActiveConsumer(e *env) (any, error) {
 	c, err := e.client()
 	if err != nil {
@@ -172,22 +174,19 @@ func failoverActiveConsumer(e *env) (any, error) {
 	if _, err := sendN(p, 3); err != nil {
 		return nil, err
 	}
-	phase1 := map[string][]string{}
+	got := map[string][]string{}
 	for _, name := range []string{"fo-a", "fo-b"} {
-		got, err := drain(byName[name], true)
-		if err != nil {
+		if got[name], err = drain(byName[name], true); err != nil {
 			return nil, err
 		}
-		phase1[name] = got
 	}
-	active := "fo-a"
-	if len(phase1["fo-a"]) == 0 {
-		active = "fo-b"
+	active, standby := "fo-a", "fo-b"
+	if len(got["fo-a"]) == 0 {
+		active, standby = standby, active
 	}
-	standby := map[string]string{"fo-a": "fo-b", "fo-b": "fo-a"}[active]
 	byName[active].Close()
-	for i := 3; i < 5; i++ {
-		if _, err := send(p, &pulsar.ProducerMessage{Payload: []byte([]string{"m3", "m4"}[i-3])}); err != nil {
+	for _, pl := range []string{"m3", "m4"} {
+		if _, err := send(p, &pulsar.ProducerMessage{Payload: []byte(pl)}); err != nil {
 			return nil, err
 		}
 	}
@@ -195,5 +194,9 @@ func failoverActiveConsumer(e *env) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"phase1": phase1, "after_active_closed": map[string][]string{standby: after}}, nil
+	return map[string]any{
+		"one_consumer_got_all": len(got[standby]) == 0,
+		"active_got":           got[active],
+		"after_active_closed":  after,
+	}, nil
 }
