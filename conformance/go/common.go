@@ -137,6 +137,11 @@ func within[T any](d time.Duration, f func() (T, error)) (T, error) {
 	}
 	ch := make(chan res, 1)
 	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- res{err: fmt.Errorf("panic: %v", r)}
+			}
+		}()
 		v, err := f()
 		ch <- res{v, err}
 	}()

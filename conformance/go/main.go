@@ -46,6 +46,12 @@ func allScenarios() []scenario {
 		{"seek_by_id", seekByID},
 		{"seek_by_time", seekByTime},
 		{"partitioned_keys", partitionedKeys},
+		{"ack_with_response", ackWithResponse},
+		{"producer_exclusive_access", producerExclusiveAccess},
+		{"topics_pattern", topicsPattern},
+		{"json_schema", jsonSchema},
+		{"zero_queue", zeroQueue},
+		{"non_persistent", nonPersistent},
 		{"transaction_unsupported", transactionUnsupported},
 	}
 }

@@ -126,7 +126,7 @@ func exclusiveSecondRefused(e *env) (any, error) {
 	}
 	defer cons.Close()
 	second, subErr := within(20*time.Second, func() (pulsar.Consumer, error) { return c.Subscribe(opts) })
-	if second != nil {
+	if subErr == nil {
 		second.Close()
 	}
 	p, err := producer(c, e.topic())
