@@ -19,6 +19,13 @@ func next(r pulsar.Reader, d time.Duration) (pulsar.Message, error) {
 	return m, err
 }
 
+// createReader is CreateReader bounded in time: a reader from Latest, inclusive,
+// asks the broker for the last message id, and the client retries that without
+// end when the broker answers with an error.
+func createReader(c pulsar.Client, o pulsar.ReaderOptions) (pulsar.Reader, error) {
+	return within(20*time.Second, func() (pulsar.Reader, error) { return c.CreateReader(o) })
+}
+
 // hasNext is Reader.HasNext bounded in time: "hung" when it did not answer.
 func hasNext(r pulsar.Reader) any {
 	v, err := within(15*time.Second, func() (bool, error) { return r.HasNext(), nil })
@@ -60,7 +67,7 @@ func readerEarliestHasNext(e *env) (any, error) {
 	if _, err := sendN(p, 3); err != nil {
 		return nil, err
 	}
-	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.EarliestMessageID()})
+	r, err := createReader(c, pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.EarliestMessageID()})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +97,7 @@ func readerLatest(e *env) (any, error) {
 	if _, err := sendN(p, 2); err != nil {
 		return nil, err
 	}
-	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.LatestMessageID()})
+	r, err := createReader(c, pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.LatestMessageID()})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +110,7 @@ func readerLatest(e *env) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	inc, err := c.CreateReader(pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.LatestMessageID(),
+	inc, err := createReader(c, pulsar.ReaderOptions{Topic: e.topic(), StartMessageID: pulsar.LatestMessageID(),
 		StartMessageIDInclusive: true})
 	if err != nil {
 		return nil, err
