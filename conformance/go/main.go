@@ -34,6 +34,8 @@ func allScenarios() []scenario {
 		{"nack_redelivery_delay", nackRedeliveryDelay},
 		{"nack_exclusive_count", nackExclusiveCount},
 		{"count_across_reconnect", countAcrossReconnect},
+		{"batch_nack_one", batchNackOne},
+		{"batch_dlq_one", batchDLQOne},
 		{"key_shared_order", keySharedOrder},
 		{"deliver_after_shared", deliverAfterShared},
 		{"deliver_at_shared", deliverAtShared},
