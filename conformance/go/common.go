@@ -87,6 +87,10 @@ func sendN(p pulsar.Producer, n int) ([]pulsar.MessageID, error) {
 	return ids, nil
 }
 
+// eventTime is the event time the scenarios set on the messages whose
+// components they follow through retry and dead letter topics.
+var eventTime = time.UnixMilli(1700000000123)
+
 var errNoMessage = errors.New("no message")
 
 // recv waits at most d for one message; errNoMessage when none came.
@@ -161,6 +165,7 @@ type msgRec struct {
 	Payload     string            `json:"payload"`
 	Key         string            `json:"key,omitempty"`
 	OrderingKey string            `json:"ordering_key,omitempty"`
+	EventTime   int64             `json:"event_time,omitempty"`
 	Redelivery  uint32            `json:"redelivery"`
 	Topic       string            `json:"topic,omitempty"`
 	Props       map[string]string `json:"props,omitempty"`
@@ -173,6 +178,9 @@ func (e *env) rec(m pulsar.Message) msgRec {
 		OrderingKey: string(m.OrderingKey()),
 		Redelivery:  m.RedeliveryCount(),
 		Topic:       e.norm(m.Topic()),
+	}
+	if !m.EventTime().IsZero() {
+		r.EventTime = m.EventTime().UnixMilli()
 	}
 	if len(m.Properties()) > 0 {
 		r.Props = map[string]string{}

@@ -39,6 +39,7 @@ func allScenarios() []scenario {
 		{"key_shared_order", keySharedOrder},
 		{"deliver_after_shared", deliverAfterShared},
 		{"deliver_at_shared", deliverAtShared},
+		{"deliver_after_exclusive", deliverAfterExclusive},
 		{"ack_cumulative_exclusive", ackCumulativeExclusive},
 		{"ack_cumulative_shared_refused", ackCumulativeSharedRefused},
 		{"exclusive_second_refused", exclusiveSecondRefused},

@@ -6,20 +6,20 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-// delayed publishes m0 delayed by `delay` (set by `mark`) then m1 and m2 at
-// once on a Shared subscription, and records the arrival order and whether m0
+// delayed publishes m0 delayed by 2 s (set by `mark`) then m1 and m2 at
+// once, to a subscription of the given type, and records the arrival order and whether m0
 // came no earlier than 1 s after it was sent. Pulsar delivers a delayed
 // message up to one delayedDeliveryTickTimeMillis (1 s) before its time when
 // delayedDeliveryDeliverAtTimeStrict is false (its default), so the 2 s delay
 // only promises 1 s there (less 100 ms for the clocks' rounding).
-func delayed(e *env, mark func(m *pulsar.ProducerMessage, sentAt time.Time)) (any, error) {
+func delayed(e *env, subType pulsar.SubscriptionType, mark func(m *pulsar.ProducerMessage, sentAt time.Time)) (any, error) {
 	c, err := e.client()
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{
-		Topic: e.topic(), SubscriptionName: "sub", Type: pulsar.Shared,
+		Topic: e.topic(), SubscriptionName: "sub", Type: subType,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
 	})
 	if err != nil {
@@ -64,10 +64,16 @@ func delayed(e *env, mark func(m *pulsar.ProducerMessage, sentAt time.Time)) (an
 
 // deliverAfterShared: DeliverAfter 2 s on Shared.
 func deliverAfterShared(e *env) (any, error) {
-	return delayed(e, func(m *pulsar.ProducerMessage, _ time.Time) { m.DeliverAfter = 2 * time.Second })
+	return delayed(e, pulsar.Shared, func(m *pulsar.ProducerMessage, _ time.Time) { m.DeliverAfter = 2 * time.Second })
+}
+
+// deliverAfterExclusive: DeliverAfter 2 s on Exclusive (Pulsar delays only on
+// Shared and Key_Shared).
+func deliverAfterExclusive(e *env) (any, error) {
+	return delayed(e, pulsar.Exclusive, func(m *pulsar.ProducerMessage, _ time.Time) { m.DeliverAfter = 2 * time.Second })
 }
 
 // deliverAtShared: DeliverAt now + 2 s on Shared.
 func deliverAtShared(e *env) (any, error) {
-	return delayed(e, func(m *pulsar.ProducerMessage, at time.Time) { m.DeliverAt = at.Add(2 * time.Second) })
+	return delayed(e, pulsar.Shared, func(m *pulsar.ProducerMessage, at time.Time) { m.DeliverAt = at.Add(2 * time.Second) })
 }

@@ -37,7 +37,7 @@ func dlqNackShared(e *env) (any, error) {
 		return nil, err
 	}
 	defer p.Close()
-	if _, err := send(p, &pulsar.ProducerMessage{Payload: []byte("m0"), Key: "k0",
+	if _, err := send(p, &pulsar.ProducerMessage{Payload: []byte("m0"), Key: "k0", EventTime: eventTime,
 		Properties: map[string]string{"app": "a0", "trace": "t0"}}); err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func sendKeyed(c pulsar.Client, topic string) error {
 		return err
 	}
 	defer p.Close()
-	_, err = send(p, &pulsar.ProducerMessage{Payload: []byte("m0"), Key: "k0",
+	_, err = send(p, &pulsar.ProducerMessage{Payload: []byte("m0"), Key: "k0", EventTime: eventTime,
 		Properties: map[string]string{"app": "a0"}})
 	return err
 }
