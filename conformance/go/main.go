@@ -55,6 +55,8 @@ func allScenarios() []scenario {
 		{"json_schema", jsonSchema},
 		{"zero_queue", zeroQueue},
 		{"non_persistent", nonPersistent},
+		{"chunked_message", chunkedMessage},
+		{"message_too_big", messageTooBig},
 		{"transaction_unsupported", transactionUnsupported},
 	}
 }
