@@ -12,7 +12,12 @@ import (
 // in the dead letter topic with its key and properties; m1 is acked. The DLQ is
 // read through the initial subscription, from Latest, so the message is there
 // only if that subscription was created with the DLQ producer.
-func dlqNackShared(e *env) (any, error) {
+func dlqNackShared(e *env) (any, error) { return dlqNack(e, pulsar.Shared) }
+
+// dlqNackKeyShared: the same on Key_Shared.
+func dlqNackKeyShared(e *env) (any, error) { return dlqNack(e, pulsar.KeyShared) }
+
+func dlqNack(e *env, subType pulsar.SubscriptionType) (any, error) {
 	c, err := e.client()
 	if err != nil {
 		return nil, err
@@ -20,7 +25,7 @@ func dlqNackShared(e *env) (any, error) {
 	defer c.Close()
 	topic, dlqTopic := e.topic(), e.topic("dead")
 	cons, err := c.Subscribe(pulsar.ConsumerOptions{
-		Topic: topic, SubscriptionName: "sub", Type: pulsar.Shared,
+		Topic: topic, SubscriptionName: "sub", Type: subType,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
 		NackRedeliveryDelay:         500 * time.Millisecond,
 		DLQ: &pulsar.DLQPolicy{
