@@ -45,4 +45,26 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "connected-feature-flags",
         pulsar={"type": "WATCH_TOPIC_LIST_SUCCESS"},
         letterbox={"type": "ERROR", "error": "NotAllowedError"}),
+    ("go", "nack_exclusive_count"): Deliberate(
+        "redelivery counts go up on every subscription type, Exclusive and Failover included",
+        "counts-on-every-subscription-type",
+        pulsar={"after": [], "redelivery_counts": [0, 0, 0]},
+        letterbox={"after": [], "redelivery_counts": [0, 1, 2]}),
+    ("java", "nack_redelivery_count_exclusive"): Deliberate(
+        "redelivery counts go up on every subscription type, Exclusive and Failover included",
+        "counts-on-every-subscription-type",
+        pulsar={"deliveries": [["m0", 0], ["m0", 0], ["m0", 0], ["m0", 0]], "after_ack": None},
+        letterbox={"deliveries": [["m0", 0], ["m0", 1], ["m0", 2], ["m0", 3]], "after_ack": None}),
+    ("go", "count_across_reconnect"): Deliberate(
+        "redelivery counts are stored with the subscription: a new consumer (or a restarted "
+        "broker) continues the count",
+        "counts-survive-reconnect",
+        pulsar={"after": [], "after_reconnect": 0, "before_close": [0, 1]},
+        letterbox={"after": [], "after_reconnect": 2, "before_close": [0, 1]}),
+    ("java", "nack_count_across_reconnect"): Deliberate(
+        "redelivery counts are stored with the subscription: a new consumer (or a restarted "
+        "broker) continues the count",
+        "counts-survive-reconnect",
+        pulsar={"before_close": [0, 1, 2], "after_reconnect": ["m0", 0]},
+        letterbox={"before_close": [0, 1, 2], "after_reconnect": ["m0", 3]}),
 }
