@@ -30,15 +30,14 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         pulsar={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((0, 0, 0))},
         letterbox={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((1, 0, 0))}),
     ("python", "connected_answer"): Deliberate(
-        "letterbox advertises no optional protocol features: no topic-list watchers (pattern "
-        "consumers poll for new topics), no partitioned-metadata lookups without auto-creation, "
-        "no geo-replication",
+        "letterbox advertises no topic-list watchers (pattern consumers poll for new topics) "
+        "and no geo-replication",
         "connected-feature-flags",
         pulsar={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
                 "feature_flags": ["supports_get_partitioned_metadata_without_auto_creation",
                                   "supports_repl_dedup_by_lid_and_eid", "supports_topic_watchers"]},
         letterbox={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
-                   "feature_flags": []}),
+                   "feature_flags": ["supports_get_partitioned_metadata_without_auto_creation"]}),
     ("python", "watch_topic_list"): Deliberate(
         "a topic-list watcher is refused with NotAllowed, the answer of a Pulsar broker with "
         "enableBrokerSideSubscriptionPatternEvaluation=false; clients then poll",
