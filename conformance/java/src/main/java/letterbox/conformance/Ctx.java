@@ -103,6 +103,22 @@ final class Ctx implements AutoCloseable {
         return out;
     }
 
+    /**
+     * A subscription name unique to this run and scenario (it appears as {p}-scenario-tag in records):
+     * the old retry/DLQ naming <sub>-RETRY is namespace-wide, so a fixed name would collide across runs.
+     */
+    String sub(String tag) {
+        return shortPrefix + "-" + name + "-" + tag;
+    }
+
+    /** The DLQ producer name <topic>-<sub>-<consumer>-<5 random chars>-DLQ without its random part. */
+    String producerName(String s) {
+        if (s == null) {
+            return null;
+        }
+        return norm(s).replaceAll("-[A-Za-z0-9]{5}-DLQ$", "-<rand>-DLQ");
+    }
+
     /** A topic, producer or property value with the run's prefix replaced by {p}. */
     String norm(String s) {
         if (s == null) {
@@ -159,7 +175,7 @@ final class Ctx implements AutoCloseable {
         List<String> subs = new ArrayList<>();
         var mt = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"").matcher(r[1]);
         while (mt.find()) {
-            subs.add(mt.group(1));
+            subs.add(norm(mt.group(1)));
         }
         Collections.sort(subs);
         return subs;

@@ -130,7 +130,7 @@ final class NackScenarios {
         Message<byte[]> dead = Ctx.recv(dlq, Ctx.RECEIVE_MS);
         rec.put("dlq", dead == null ? null : c.msg(dead));
         if (dead != null) {
-            rec.put("dlq_producer", c.norm(dead.getProducerName()));
+            rec.put("dlq_producer", c.producerName(dead.getProducerName()));
             dlq.acknowledge(dead);
         }
         Message<byte[]> more = Ctx.recv(dlq, 1000);

@@ -49,12 +49,25 @@ final class RetryScenarios {
         return out;
     }
 
-    /** Default names: retry <topic>-<sub>-RETRY, DLQ <topic>-<sub>-DLQ; maxRedeliverCount 2. */
+    /** The namespace of a topic: persistent://tenant/ns/x -> persistent://tenant/ns/ */
+    private static String namespaceOf(String topic) {
+        return topic.substring(0, topic.lastIndexOf('/') + 1);
+    }
+
+    /**
+     * Default names: retry <topic>-<sub>-RETRY, DLQ <topic>-<sub>-DLQ; maxRedeliverCount 2.
+     * The client falls back to the pre-2.8 names <sub>-RETRY / <sub>-DLQ when it believes those exist,
+     * so the DLQ is watched under both names and the record says where the message ended.
+     */
     static Object reconsumeLaterToDlq(Ctx c) throws Exception {
         PulsarClient client = c.client();
         String topic = c.topic("");
-        String sub = "retry-sub";
-        Consumer<byte[]> dlq = earliest(client, topic + "-" + sub + "-DLQ", "dlq-watch");
+        String sub = c.sub("rs");
+        String ns = namespaceOf(topic);
+        Consumer<byte[]> dlq = client.newConsumer()
+                .topics(List.of(topic + "-" + sub + "-DLQ", ns + sub + "-DLQ"))
+                .subscriptionName("dlq-watch")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
         Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName(sub)
                 .subscriptionType(SubscriptionType.Shared)
                 .consumerName("c1")
@@ -69,12 +82,15 @@ final class RetryScenarios {
         Message<byte[]> dead = Ctx.recv(dlq, Ctx.RECEIVE_MS);
         rec.put("dlq", dead == null ? null : c.msg(dead));
         if (dead != null) {
-            rec.put("dlq_producer", c.norm(dead.getProducerName()));
+            rec.put("dlq_producer", c.producerName(dead.getProducerName()));
             dlq.acknowledge(dead);
         }
         Message<byte[]> extra = Ctx.recv(cons, 2000);
         rec.put("after_dlq", extra == null ? null : c.msg(extra));
-        rec.put("retry_topic_subscriptions", c.subscriptions(topic + "-" + sub + "-RETRY"));
+        Map<String, Object> subs = new LinkedHashMap<>();
+        subs.put("<topic>-<sub>-RETRY", c.subscriptions(topic + "-" + sub + "-RETRY"));
+        subs.put("<sub>-RETRY", c.subscriptions(ns + sub + "-RETRY"));
+        rec.put("retry_topic_subscriptions", subs);
         return rec;
     }
 
@@ -82,7 +98,7 @@ final class RetryScenarios {
     static Object customProperties(Ctx c) throws Exception {
         PulsarClient client = c.client();
         String topic = c.topic("");
-        String sub = "retry-sub";
+        String sub = c.sub("rs");
         Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName(sub)
                 .subscriptionType(SubscriptionType.Shared)
                 .enableRetry(true)

@@ -208,6 +208,8 @@ final class SubscriptionScenarios {
             try {
                 waiter.sendAsync(Ctx.bytes("from-fenced")).get(10, TimeUnit.SECONDS);
                 rec.put("fenced_send", "ok");
+            } catch (java.util.concurrent.TimeoutException e) {
+                rec.put("fenced_send", "no answer in 10s");
             } catch (Exception e) {
                 rec.put("fenced_send", Ctx.errType(e));
             }

@@ -47,6 +47,7 @@ final class UnsupportedScenarios {
             return rec;
         } catch (Exception e) {
             rec.put("build", Ctx.errType(e));
+            rec.put("build_causes", causes(e));
             return rec;
         }
         Transaction txn;
@@ -59,6 +60,7 @@ final class UnsupportedScenarios {
             return rec;
         } catch (Exception e) {
             rec.put("new_transaction", Ctx.errType(e));
+            rec.put("new_transaction_causes", causes(e));
             return rec;
         }
         String topic = c.topic("");
@@ -79,6 +81,21 @@ final class UnsupportedScenarios {
             rec.put("txn_error", Ctx.errType(e));
         }
         return rec;
+    }
+
+    /** The type names of an exception's causes, outermost first (future wrappers left out). */
+    static List<String> causes(Throwable t) {
+        List<String> out = new ArrayList<>();
+        for (Throwable cur = t; cur != null && out.size() < 6; cur = cur.getCause()) {
+            if (!(cur instanceof java.util.concurrent.ExecutionException
+                    || cur instanceof java.util.concurrent.CompletionException)) {
+                out.add(cur.getClass().getSimpleName());
+            }
+            if (cur.getCause() == cur) {
+                break;
+            }
+        }
+        return out;
     }
 
     /** topicsPattern over PREFIX-pattern_subscription-pat-.*: existing topics, then one created later. */
