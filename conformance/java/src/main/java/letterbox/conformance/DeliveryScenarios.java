@@ -25,7 +25,10 @@ final class DeliveryScenarios {
         m.put("oversize_without_chunking", DeliveryScenarios::oversize);
     }
 
-    /** m0 delayed 2 s, m1 not: the arrival order, and whether m0 was held at least 1.5 s. */
+    /**
+     * m0 delayed 3 s, m1 not: the arrival order, and whether m0 was held at least 1.5 s (Pulsar may
+     * deliver up to one delayedDeliveryTickTimeMillis, 1 s, early).
+     */
     static Object delayed(Ctx c, SubscriptionType type, boolean at) throws Exception {
         PulsarClient client = c.client();
         String topic = c.topic("");
@@ -34,9 +37,9 @@ final class DeliveryScenarios {
         Producer<byte[]> p = c.producer(client, topic);
         long sent = System.nanoTime();
         if (at) {
-            p.newMessage().value(Ctx.bytes("m0")).deliverAt(System.currentTimeMillis() + 2000).send();
+            p.newMessage().value(Ctx.bytes("m0")).deliverAt(System.currentTimeMillis() + 3000).send();
         } else {
-            p.newMessage().value(Ctx.bytes("m0")).deliverAfter(2, TimeUnit.SECONDS).send();
+            p.newMessage().value(Ctx.bytes("m0")).deliverAfter(3, TimeUnit.SECONDS).send();
         }
         p.send(Ctx.bytes("m1"));
         Map<String, Object> rec = new LinkedHashMap<>();

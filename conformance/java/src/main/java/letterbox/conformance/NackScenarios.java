@@ -23,6 +23,8 @@ final class NackScenarios {
         m.put("nack_redelivery_count_exclusive", c -> nackCounts(c, SubscriptionType.Exclusive));
         m.put("nack_backoff_multiplier", NackScenarios::nackBackoff);
         m.put("nack_dlq_shared", NackScenarios::nackDlq);
+        m.put("nack_count_across_reconnect", NackScenarios::countAcrossReconnect);
+        m.put("ack_timeout_dlq", NackScenarios::ackTimeoutDlq);
     }
 
     /** One message nacked three times then acked: the redelivery count of each delivery. */
@@ -135,6 +137,70 @@ final class NackScenarios {
         }
         Message<byte[]> more = Ctx.recv(dlq, 1000);
         rec.put("dlq_more", more == null ? null : Ctx.text(more));
+        return rec;
+    }
+
+    /** Shared, nacked twice, then the only consumer closes and a new one subscribes: its redelivery count. */
+    static Object countAcrossReconnect(Ctx c) throws Exception {
+        PulsarClient client = c.client();
+        String topic = c.topic("");
+        Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName("nack-sub")
+                .subscriptionType(SubscriptionType.Shared)
+                .negativeAckRedeliveryDelay(300, TimeUnit.MILLISECONDS).subscribe();
+        Producer<byte[]> p = c.producer(client, topic);
+        p.send(Ctx.bytes("m0"));
+        List<Object> seen = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Message<byte[]> m = Ctx.recv(cons, Ctx.RECEIVE_MS);
+            if (m == null) {
+                seen.add(null);
+                break;
+            }
+            seen.add(m.getRedeliveryCount());
+            if (i < 2) {
+                cons.negativeAcknowledge(m);
+            }
+        }
+        cons.close();
+        Consumer<byte[]> again = client.newConsumer().topic(topic).subscriptionName("nack-sub")
+                .subscriptionType(SubscriptionType.Shared).subscribe();
+        Message<byte[]> m = Ctx.recv(again, Ctx.RECEIVE_MS);
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("before_close", seen);
+        rec.put("after_reconnect", m == null ? null : List.of(Ctx.text(m), m.getRedeliveryCount()));
+        if (m != null) {
+            again.acknowledge(m);
+        }
+        return rec;
+    }
+
+    /** Shared, ackTimeout 1 s, maxRedeliverCount 1: never acked, the message ends in the DLQ. */
+    static Object ackTimeoutDlq(Ctx c) throws Exception {
+        PulsarClient client = c.client();
+        String topic = c.topic("");
+        String sub = "at-sub";
+        Consumer<byte[]> dlq = client.newConsumer().topic(topic + "-" + sub + "-DLQ")
+                .subscriptionName("dlq-watch")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+        Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName(sub)
+                .subscriptionType(SubscriptionType.Shared)
+                .ackTimeout(1, TimeUnit.SECONDS).ackTimeoutTickTime(200, TimeUnit.MILLISECONDS)
+                .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(1).build())
+                .subscribe();
+        Producer<byte[]> p = c.producer(client, topic);
+        p.newMessage().key("k-at").property("p1", "v1").value(Ctx.bytes("m0")).send();
+        List<Object> seen = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            Message<byte[]> m = Ctx.recv(cons, 4000);
+            if (m == null) {
+                break;
+            }
+            seen.add(List.of(Ctx.text(m), m.getRedeliveryCount()));
+        }
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("deliveries", seen);
+        Message<byte[]> dead = Ctx.recv(dlq, Ctx.RECEIVE_MS);
+        rec.put("dlq", dead == null ? null : c.msg(dead));
         return rec;
     }
 }
