@@ -72,13 +72,19 @@ final class DeliveryScenarios {
         return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
     }
 
-    /** A 6 MiB message with enableChunking: received whole. */
+    /**
+     * A 6 MiB message with enableChunking (1 MiB chunks): received whole. The chunk size is set
+     * explicitly: chunks of the broker's full maxMessageSize (5 MiB) make bookie frames a few bytes over
+     * a standalone bookie's default 5 MiB netty frame limit, and the reference then retries that write
+     * forever (TooLongFrameException, every topic on the bookie channel stalls).
+     */
     static Object chunking(Ctx c) throws Exception {
         PulsarClient client = c.client();
         String topic = c.topic("");
         Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName("chunk-sub")
                 .subscriptionType(SubscriptionType.Exclusive).subscribe();
         Producer<byte[]> p = client.newProducer().topic(topic).enableBatching(false).enableChunking(true)
+                .chunkMaxMessageSize(1024 * 1024)
                 .sendTimeout(20, TimeUnit.SECONDS).create();
         byte[] data = payload(6 * 1024 * 1024);
         p.newMessage().key("big").value(data).send();

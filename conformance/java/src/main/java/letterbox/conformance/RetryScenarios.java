@@ -61,16 +61,18 @@ final class RetryScenarios {
         String topic = c.topic("");
         String sub = c.sub("rs");
         String ns = namespaceOf(topic);
-        Consumer<byte[]> dlq = client.newConsumer()
-                .topics(List.of(topic + "-" + sub + "-DLQ", ns + sub + "-DLQ"))
-                .subscriptionName("dlq-watch")
-                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
         Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName(sub)
                 .subscriptionType(SubscriptionType.Shared)
                 .consumerName("c1")
                 .enableRetry(true)
                 .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(2).build())
                 .subscribe();
+        // watched only now: the subscribe above decides between the two names by whether the old
+        // ones exist, and a watcher created before it would create <sub>-DLQ and tip the choice
+        Consumer<byte[]> dlq = client.newConsumer()
+                .topics(List.of(topic + "-" + sub + "-DLQ", ns + sub + "-DLQ"))
+                .subscriptionName("dlq-watch")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
         Producer<byte[]> p = c.producer(client, topic);
         p.newMessage().key("k0").property("orig", "yes").value(Ctx.bytes("m0")).send();
 
