@@ -103,7 +103,7 @@ public final class Main {
             line.put("error", "TimeoutException: scenario did not finish within " + SCENARIO_LIMIT_S + "s");
         } catch (ExecutionException e) {
             Throwable c = e.getCause() == null ? e : e.getCause();
-            e.getCause().printStackTrace();
+            c.printStackTrace();
             String msg = String.valueOf(c.getMessage()).split("\n")[0];
             line.put("error", c.getClass().getSimpleName() + ": " + msg);
         } catch (InterruptedException e) {
