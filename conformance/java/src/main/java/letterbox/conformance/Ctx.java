@@ -150,6 +150,12 @@ final class Ctx implements AutoCloseable {
         r.put("redelivery", m.getRedeliveryCount());
         r.put("topic", norm(m.getTopicName()));
         r.put("props", props(m));
+        if (m.hasOrderingKey()) {
+            r.put("ordering_key", new String(m.getOrderingKey(), StandardCharsets.UTF_8));
+        }
+        if (m.getEventTime() != 0) {
+            r.put("event_time", m.getEventTime());
+        }
         return r;
     }
 

@@ -112,7 +112,8 @@ final class NackScenarios {
                 .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(2).build())
                 .subscribe();
         Producer<byte[]> p = c.producer(client, topic);
-        p.newMessage().key("k-dlq").property("p1", "v1").value(Ctx.bytes("m0")).send();
+        p.newMessage().key("k-dlq").orderingKey(Ctx.bytes("ok-dlq")).eventTime(1_700_000_000_000L)
+                .property("p1", "v1").value(Ctx.bytes("m0")).send();
         p.newMessage().key("k-ok").value(Ctx.bytes("m1")).send();
         List<Object> seen = new ArrayList<>();
         for (int i = 0; i < 6; i++) {

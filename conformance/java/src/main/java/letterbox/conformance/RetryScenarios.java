@@ -104,7 +104,8 @@ final class RetryScenarios {
                 .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(3).build())
                 .subscribe();
         Producer<byte[]> p = c.producer(client, topic);
-        p.newMessage().key("k1").property("orig", "yes").value(Ctx.bytes("m0")).send();
+        p.newMessage().key("k1").orderingKey(Ctx.bytes("ok-1")).eventTime(1_700_000_000_000L)
+                .property("orig", "yes").value(Ctx.bytes("m0")).send();
 
         Map<String, Object> rec = new LinkedHashMap<>();
         Message<byte[]> first = Ctx.recv(cons, Ctx.RECEIVE_MS);

@@ -20,6 +20,7 @@ final class SeekScenarios {
     static void register(Map<String, Scenario> m) {
         m.put("seek_message_id", SeekScenarios::seekId);
         m.put("seek_earliest_once", SeekScenarios::seekEarliestOnce);
+        m.put("seek_earliest_unacked", SeekScenarios::seekEarliestUnacked);
         m.put("seek_time", SeekScenarios::seekTime);
         m.put("reader_earliest_latest", SeekScenarios::readerEarliestLatest);
         m.put("reader_start_message_id", SeekScenarios::readerStartId);
@@ -80,6 +81,21 @@ final class SeekScenarios {
         for (Message<byte[]> m : got) {
             cons.acknowledge(m);
         }
+        Ctx.sleep(500);
+        cons.seek(MessageId.earliest);
+        rec.put("after_seek_earliest", Ctx.texts(Ctx.drain(cons, 2000, 10)));
+        return rec;
+    }
+
+    /** Reading m0..m3 without acking any: one seek(earliest) replays them. */
+    static Object seekEarliestUnacked(Ctx c) throws Exception {
+        PulsarClient client = c.client();
+        String topic = c.topic("");
+        Consumer<byte[]> cons = exclusive(client, topic);
+        Producer<byte[]> p = c.producer(client, topic);
+        send(p, 0, 4);
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("first", Ctx.texts(Ctx.drain(cons, 2000, 4)));
         Ctx.sleep(500);
         cons.seek(MessageId.earliest);
         rec.put("after_seek_earliest", Ctx.texts(Ctx.drain(cons, 2000, 10)));
