@@ -26,6 +26,14 @@ final class SeekScenarios {
         m.put("reader_start_message_id", SeekScenarios::readerStartId);
     }
 
+    /**
+     * The pause between the last ack and a seek: long enough for acks to have landed on both brokers,
+     * and past letterbox's trim of fully acked entries (0.5 s after the ack), so that each broker's
+     * record is the same from run to run (Pulsar keeps acked entries of its open ledger; letterbox
+     * without retention drops them, and a seek back then finds nothing).
+     */
+    static final long PAUSE_BEFORE_SEEK_MS = 1500;
+
     private static Consumer<byte[]> exclusive(PulsarClient client, String topic) throws Exception {
         // acks go out at once (no grouping), and each seek waits a moment after them: an ack still
         // in flight when the cursor is reset would land after it and hide that message
@@ -55,14 +63,14 @@ final class SeekScenarios {
         for (Message<byte[]> m : got) {
             cons.acknowledge(m);
         }
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(ids.get(2));
         List<Message<byte[]>> after = Ctx.drain(cons, 2000, 10);
         rec.put("after_seek_m2", Ctx.texts(after));
         for (Message<byte[]> m : after) {
             cons.acknowledge(m);
         }
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(MessageId.earliest);
         rec.put("after_seek_earliest", Ctx.texts(Ctx.drain(cons, 2000, 10)));
         return rec;
@@ -81,7 +89,7 @@ final class SeekScenarios {
         for (Message<byte[]> m : got) {
             cons.acknowledge(m);
         }
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(MessageId.earliest);
         rec.put("after_seek_earliest", Ctx.texts(Ctx.drain(cons, 2000, 10)));
         return rec;
@@ -96,7 +104,7 @@ final class SeekScenarios {
         send(p, 0, 4);
         Map<String, Object> rec = new LinkedHashMap<>();
         rec.put("first", Ctx.texts(Ctx.drain(cons, 2000, 4)));
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(MessageId.earliest);
         rec.put("after_seek_earliest", Ctx.texts(Ctx.drain(cons, 2000, 10)));
         return rec;
@@ -119,10 +127,10 @@ final class SeekScenarios {
         for (Message<byte[]> m : got) {
             cons.acknowledge(m);
         }
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(t);
         rec.put("after_seek_time", Ctx.texts(Ctx.drain(cons, 2000, 10)));
-        Ctx.sleep(500);
+        Ctx.sleep(PAUSE_BEFORE_SEEK_MS);
         cons.seek(0L);
         rec.put("after_seek_zero", Ctx.texts(Ctx.drain(cons, 2000, 10)));
         return rec;
