@@ -22,6 +22,13 @@ def _second(counts: tuple[int, int, int]) -> list[dict[str, Any]]:
     return [{"data": d, "key": None, "redelivery_count": n} for d, n in zip(("m1", "m3", "m4"), counts, strict=True)]
 
 
+def _nacked_twice(counts: tuple[int, int]) -> dict[str, Any]:
+    return {"first": [["m0", 0], ["m1", 0], ["m2", 0]], "later": [["m1", counts[0]], ["m1", counts[1]]]}
+
+
+_COUNTS_EVERYWHERE = ("redelivery counts are kept on every subscription type, so dead-lettering and backoff "
+                      "work on Exclusive and Failover too (Pulsar's are always 0 there)")
+
 DELIBERATE: dict[tuple[str, str], Deliberate] = {
     ("python", "unacked_come_back_to_next_consumer"): Deliberate(
         "a consumer that disconnects holding unacknowledged messages counts one attempt for the "
@@ -29,4 +36,23 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "counts-deliveries-to-closed-consumers",
         pulsar={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((0, 0, 0))},
         letterbox={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((1, 0, 0))}),
+    ("python", "nack_redelivery_count_exclusive"): Deliberate(
+        _COUNTS_EVERYWHERE, "redelivery-counts-on-every-subscription-type",
+        pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
+    ("python", "nack_redelivery_count_failover"): Deliberate(
+        _COUNTS_EVERYWHERE, "redelivery-counts-on-every-subscription-type",
+        pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
+    ("python", "redelivery_count_across_reconnect"): Deliberate(
+        "redelivery counts are persisted with the subscription cursor, so a consumer that reconnects "
+        "does not reset them (and a consumer that closes holding a message counts one attempt for it)",
+        "redelivery-counts-survive-reconnects",
+        pulsar=[0, 1, 2, 0], letterbox=[0, 1, 2, 3]),
+    ("python", "chunked_message_6mb"): Deliberate(
+        "frames up to max_message_size + 10 KiB are accepted, so the official C++-based clients' "
+        "full-size chunks (5 MB of payload plus headers) go through; Pulsar 4.0.8 discards them "
+        "(TooLongFrameException) and the send times out",
+        "chunks-of-the-full-message-size",
+        pulsar={"send": "Timeout"},
+        letterbox={"send": "ok", "length": 6291456, "key": "big", "props": {"kind": "blob"},
+                   "sha256_matches": True}),
 }
