@@ -13,7 +13,7 @@ started it (`with PulsarReference(...)`, or `stop` for one left running by `star
     python -m conformance.reference fetch
     python -m conformance.reference start [--port P] [--admin-port A] [--detach]
     python -m conformance.reference stop
-    python -m conformance.reference tool pulsar-admin --admin-url http://127.0.0.1:8080 tenants list
+    python -m conformance.reference tool --admin-url http://127.0.0.1:8080 pulsar-admin tenants list
 """
 from __future__ import annotations
 
@@ -131,7 +131,8 @@ def tool(name: str, args: list[str], service_url: str, admin_url: str,
         raise ValueError(f"unknown tool {name!r}: one of {', '.join(sorted(TOOLS))}")
     with tempfile.TemporaryDirectory(prefix="pulsar-tool-") as tmp:
         conf = client_conf(Path(tmp), service_url, admin_url)
-        cmd = [java(), "-Xmx256m", *OPENS, "-Dlog4j2.level=warn", "-cp", classpath(),
+        # short-lived tools start faster with the client compiler only and the serial collector
+        cmd = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *OPENS, "-Dlog4j2.level=warn", "-cp", classpath(),
                TOOLS[name], str(conf), *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -306,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--data-dir", default="", help="data directory (default: a fresh one under the cache)")
     sub.add_parser("stop", help="stop the broker left running by start")
     run_tool = sub.add_parser("tool", help="run pulsar-admin, pulsar-client or pulsar-perf")
-    run_tool.add_argument("name", choices=sorted(TOOLS))
     run_tool.add_argument("--service-url", default="pulsar://127.0.0.1:6650")
     run_tool.add_argument("--admin-url", default="http://127.0.0.1:8080")
+    run_tool.add_argument("name", choices=sorted(TOOLS))
     run_tool.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
@@ -319,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             return _start_detached(args)
         if args.verb == "stop":
             return _stop_detached()
-        done = tool(args.name, args.args, args.service_url, args.admin_url)
+        rest = args.args[1:] if args.args[:1] == ["--"] else args.args
+        done = tool(args.name, rest, args.service_url, args.admin_url)
         sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)
         return done.returncode

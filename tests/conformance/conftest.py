@@ -16,7 +16,7 @@ import pytest
 from conformance.reference import PulsarReference
 from tests.conformance.compare import RESULTS
 from tests.conformance.targets import Target
-from tests.conftest import BrokerProcess
+from tests.conftest import REPLAY_WINDOW, BrokerProcess
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -35,7 +35,8 @@ def reference() -> Iterator[Target]:
 
 @pytest.fixture(scope="session")
 def letterbox_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    b = BrokerProcess(Path(tmp_path_factory.mktemp("letterbox")) / "data").start()
+    # the product's defaults, the replay window of acknowledged entries included
+    b = BrokerProcess(Path(tmp_path_factory.mktemp("letterbox")) / "data", env=REPLAY_WINDOW).start()
     yield Target("letterbox", b.url, b.admin_url)
     b.stop()
 

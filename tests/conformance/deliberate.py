@@ -47,12 +47,20 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "does not reset them (and a consumer that closes holding a message counts one attempt for it)",
         "redelivery-counts-survive-reconnects",
         pulsar=[0, 1, 2, 0], letterbox=[0, 1, 2, 3]),
-    ("python", "chunked_message_6mb"): Deliberate(
-        "frames up to max_message_size + 10 KiB are accepted, so the official C++-based clients' "
-        "full-size chunks (5 MB of payload plus headers) go through; Pulsar 4.0.8 discards them "
-        "(TooLongFrameException) and the send times out",
-        "chunks-of-the-full-message-size",
-        pulsar={"send": "Timeout"},
-        letterbox={"send": "ok", "length": 6291456, "key": "big", "props": {"kind": "blob"},
-                   "sha256_matches": True}),
+    ("python", "connected_answer"): Deliberate(
+        "letterbox advertises no optional protocol features: no topic-list watchers (pattern "
+        "consumers poll for new topics), no partitioned-metadata lookups without auto-creation, "
+        "no geo-replication",
+        "connected-feature-flags",
+        pulsar={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
+                "feature_flags": ["supports_get_partitioned_metadata_without_auto_creation",
+                                  "supports_repl_dedup_by_lid_and_eid", "supports_topic_watchers"]},
+        letterbox={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
+                   "feature_flags": []}),
+    ("python", "watch_topic_list"): Deliberate(
+        "a topic-list watcher is refused with NotAllowed, the answer of a Pulsar broker with "
+        "enableBrokerSideSubscriptionPatternEvaluation=false; clients then poll",
+        "connected-feature-flags",
+        pulsar={"type": "WATCH_TOPIC_LIST_SUCCESS"},
+        letterbox={"type": "ERROR", "error": "NotAllowedError"}),
 }
