@@ -102,8 +102,8 @@ def access_mode_exclusive_with_fencing(t: Target, p: str) -> Any:
 @scenario
 def chunked_message_6mb(t: Target, p: str) -> Any:
     """chunking_enabled (batching off): a 6 MB payload arrives whole, with its key and properties.
-    The C++-based client cuts chunks of the broker's whole max_message_size, so each chunk's frame
-    is a little over 5 MB: the send's outcome is part of the record."""
+    The send's outcome is part of the record (the C++-based client cuts chunks of the broker's
+    whole max_message_size, so each chunk's frame is a little over 5 MB)."""
     topic = f"{p}-chunked"
     payload = os.urandom(6 * 1024 * 1024)
     out: dict[str, Any] = {}
