@@ -63,4 +63,10 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "connected-feature-flags",
         pulsar={"type": "WATCH_TOPIC_LIST_SUCCESS"},
         letterbox={"type": "ERROR", "error": "NotAllowedError"}),
+    ("python", "schema_strategy_unknown_value"): Deliberate(
+        "an unknown schema compatibility strategy is refused with 400 and the namespace keeps its "
+        "strategy; Pulsar answers 204 and silently resets it to UNDEFINED (the broker's default)",
+        "unknown-schema-strategy-refused",
+        pulsar={"bogus": 204, "after": [200, "UNDEFINED"]},
+        letterbox={"bogus": 400, "after": [200, "FORWARD"]}),
 }

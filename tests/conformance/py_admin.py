@@ -118,7 +118,6 @@ def admin_subscription_operations(t: Target, p: str) -> Any:
     out["reset_to_0"] = [admin(t, "POST", f"{path}/subscription/audit/resetcursor/0")[0], _backlog(t, topic, "audit")]
     out["skip_all"] = [admin(t, "POST", f"{path}/subscription/audit/skip_all")[0], _backlog(t, topic, "audit")]
     _, last = admin(t, "GET", f"{path}/lastMessageId")
-    out["last_message_id_keys"] = _keys(last)
     out["reset_to_last_id"] = [admin(t, "POST", f"{path}/subscription/audit/resetcursor",
                                      {"ledgerId": last["ledgerId"], "entryId": last["entryId"]})[0],
                                _backlog(t, topic, "audit")] if isinstance(last, dict) else last
@@ -178,12 +177,28 @@ def admin_bad_input(t: Target, p: str) -> Any:
     out = {"stats_unknown": admin(t, "GET", f"{path}-nope/stats")[0],
            "internal_stats_unknown": admin(t, "GET", f"{path}-nope/internalStats")[0],
            "subscriptions_unknown": admin(t, "GET", f"{path}-nope/subscriptions")[0],
-           "create_sub_unknown_topic": admin(t, "PUT", f"{path}-nope/subscription/s")[0],
            "unknown_namespace_topics": admin(t, "GET", f"/admin/v2/persistent/public/{short(p)}-nons")[0],
-           "partitions_zero": admin(t, "PUT", f"{path}-zero/partitions", 0)[0],
            "partitions_not_a_number": admin(t, "PUT", f"{path}-nan/partitions", '"three"')[0]}
     admin(t, "PUT", path)
     out["skip_unknown_sub"] = admin(t, "POST", f"{path}/subscription/nope/skip/1")[0]
     out["reset_unknown_sub"] = admin(t, "POST", f"{path}/subscription/nope/resetcursor/0")[0]
     out["delete_unknown_sub"] = admin(t, "DELETE", f"{path}/subscription/nope")[0]
     return out
+
+
+@scenario
+def admin_last_message_id_shape(t: Target, p: str) -> Any:
+    """GET .../lastMessageId of a topic with one (unbatched) message: the keys of the answer."""
+    topic = f"{p}-lastid"
+    _publish(t, topic, 1)
+    status, last = admin(t, "GET", f"{BASE}/{short(topic)}/lastMessageId")
+    return {"status": status, "keys": _keys(last)}
+
+
+@scenario
+def admin_create_subscription_on_unknown_topic(t: Target, p: str) -> Any:
+    """PUT .../subscription/s on a topic that does not exist (in an existing namespace): the
+    status, and whether the topic exists afterwards."""
+    topic = f"{p}-subnotopic"
+    status = admin(t, "PUT", f"{BASE}/{short(topic)}/subscription/s")[0]
+    return {"create": status, "stats_after": admin(t, "GET", f"{BASE}/{short(topic)}/stats")[0]}

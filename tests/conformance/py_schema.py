@@ -134,11 +134,36 @@ def schema_json_default_strategy(t: Target, p: str) -> Any:
     """A namespace with no strategy set (the broker's default) and JSON schemas."""
     ns = _namespace(t, p, "jsondefault")
     try:
-        _, now = admin(t, "GET", f"/admin/v2/namespaces/public/{ns}/schemaCompatibilityStrategy")
-        return {"get": now, "cases": _evolve(t, ns, "json", CASES)}
+        return _evolve(t, ns, "json", CASES)
     finally:
         with contextlib.suppress(Exception):
             _drop_namespace(t, ns, [f"json-{case.replace('_', '-')}" for case in CASES])
+
+
+@scenario
+def schema_strategy_admin_answers(t: Target, p: str) -> Any:
+    """GET of a namespace's strategy never set, then PUT and GET."""
+    ns = _namespace(t, p, "strategyadmin")
+    path = f"/admin/v2/namespaces/public/{ns}/schemaCompatibilityStrategy"
+    try:
+        return {"unset": list(admin(t, "GET", path)), "set": admin(t, "PUT", path, '"FORWARD"')[0],
+                "after_set": list(admin(t, "GET", path))}
+    finally:
+        with contextlib.suppress(Exception):
+            _drop_namespace(t, ns, [])
+
+
+@scenario
+def schema_strategy_unknown_value(t: Target, p: str) -> Any:
+    """PUT of a strategy name that does not exist, over FORWARD: the status and the strategy after."""
+    ns = _namespace(t, p, "strategybogus")
+    path = f"/admin/v2/namespaces/public/{ns}/schemaCompatibilityStrategy"
+    try:
+        admin(t, "PUT", path, '"FORWARD"')
+        return {"bogus": admin(t, "PUT", path, '"SOMETIMES"')[0], "after": list(admin(t, "GET", path))}
+    finally:
+        with contextlib.suppress(Exception):
+            _drop_namespace(t, ns, [])
 
 
 @scenario
