@@ -69,4 +69,21 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "unknown-schema-strategy-refused",
         pulsar={"bogus": 204, "after": [200, "UNDEFINED"]},
         letterbox={"bogus": 400, "after": [200, "FORWARD"]}),
+    ("python", "broker_backoff_property"): Deliberate(
+        "the consumer property letterbox.backoff.min_ms makes the broker hold a nacked message back "
+        "(on every subscription type); Pulsar keeps consumer properties as metadata only",
+        "broker-side-failure-policies",
+        pulsar={"back_within_1_5s": True, "back_within_10s": True, "count": 0},
+        letterbox={"back_within_1_5s": False, "back_within_10s": True, "count": 1}),
+    ("python", "broker_dead_letter_property"): Deliberate(
+        "the consumer property letterbox.dlq.max_redeliveries moves a message to the dead letter topic "
+        "broker-side, in one step with its acknowledgement, with its key, properties and the reason; "
+        "Pulsar ignores the property (and counts 0 on Exclusive)",
+        "broker-side-failure-policies",
+        pulsar={"deliveries": [0, 0, 0, 0], "dead": []},
+        letterbox={"deliveries": [0, 1], "dead": [{
+            "data": "poison", "key": "k", "reason": "max-redeliveries",
+            "property_names": ["DEAD_LETTER_REASON", "DEAD_LETTER_SUBSCRIPTION", "DEAD_LETTER_TIME",
+                               "DELIVERY_ATTEMPTS", "DELIVERY_COUNT", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME",
+                               "ORIGIN_MESSAGE_ID", "ORIGIN_PUBLISH_TIME", "REAL_TOPIC", "app"]}]}),
 }
