@@ -37,26 +37,25 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         pulsar={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((0, 0, 0))},
         letterbox={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((1, 0, 0))}),
     ("python", "nack_redelivery_count_exclusive"): Deliberate(
-        _COUNTS_EVERYWHERE, "redelivery-counts-on-every-subscription-type",
+        _COUNTS_EVERYWHERE, "counts-on-every-subscription-type",
         pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
     ("python", "nack_redelivery_count_failover"): Deliberate(
-        _COUNTS_EVERYWHERE, "redelivery-counts-on-every-subscription-type",
+        _COUNTS_EVERYWHERE, "counts-on-every-subscription-type",
         pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
     ("python", "redelivery_count_across_reconnect"): Deliberate(
         "redelivery counts are persisted with the subscription cursor, so a consumer that reconnects "
         "does not reset them (and a consumer that closes holding a message counts one attempt for it)",
-        "redelivery-counts-survive-reconnects",
+        "counts-survive-reconnect",
         pulsar=[0, 1, 2, 0], letterbox=[0, 1, 2, 3]),
     ("python", "connected_answer"): Deliberate(
-        "letterbox advertises no optional protocol features: no topic-list watchers (pattern "
-        "consumers poll for new topics), no partitioned-metadata lookups without auto-creation, "
-        "no geo-replication",
+        "letterbox advertises no topic-list watchers (pattern consumers poll for new topics) "
+        "and no geo-replication",
         "connected-feature-flags",
         pulsar={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
                 "feature_flags": ["supports_get_partitioned_metadata_without_auto_creation",
                                   "supports_repl_dedup_by_lid_and_eid", "supports_topic_watchers"]},
         letterbox={"type": "CONNECTED", "protocol_version": 21, "max_message_size": 5242880,
-                   "feature_flags": []}),
+                   "feature_flags": ["supports_get_partitioned_metadata_without_auto_creation"]}),
     ("python", "watch_topic_list"): Deliberate(
         "a topic-list watcher is refused with NotAllowed, the answer of a Pulsar broker with "
         "enableBrokerSideSubscriptionPatternEvaluation=false; clients then poll",
@@ -86,4 +85,26 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
             "property_names": ["DEAD_LETTER_REASON", "DEAD_LETTER_SUBSCRIPTION", "DEAD_LETTER_TIME",
                                "DELIVERY_ATTEMPTS", "DELIVERY_COUNT", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME",
                                "ORIGIN_MESSAGE_ID", "ORIGIN_PUBLISH_TIME", "REAL_TOPIC", "app"]}]}),
+    ("go", "nack_exclusive_count"): Deliberate(
+        "redelivery counts go up on every subscription type, Exclusive and Failover included",
+        "counts-on-every-subscription-type",
+        pulsar={"after": [], "redelivery_counts": [0, 0, 0]},
+        letterbox={"after": [], "redelivery_counts": [0, 1, 2]}),
+    ("java", "nack_redelivery_count_exclusive"): Deliberate(
+        "redelivery counts go up on every subscription type, Exclusive and Failover included",
+        "counts-on-every-subscription-type",
+        pulsar={"deliveries": [["m0", 0], ["m0", 0], ["m0", 0], ["m0", 0]], "after_ack": None},
+        letterbox={"deliveries": [["m0", 0], ["m0", 1], ["m0", 2], ["m0", 3]], "after_ack": None}),
+    ("go", "count_across_reconnect"): Deliberate(
+        "redelivery counts are stored with the subscription: a new consumer (or a restarted "
+        "broker) continues the count",
+        "counts-survive-reconnect",
+        pulsar={"after": [], "after_reconnect": 0, "before_close": [0, 1]},
+        letterbox={"after": [], "after_reconnect": 2, "before_close": [0, 1]}),
+    ("java", "nack_count_across_reconnect"): Deliberate(
+        "redelivery counts are stored with the subscription: a new consumer (or a restarted "
+        "broker) continues the count",
+        "counts-survive-reconnect",
+        pulsar={"before_close": [0, 1, 2], "after_reconnect": ["m0", 0]},
+        letterbox={"before_close": [0, 1, 2], "after_reconnect": ["m0", 3]}),
 }

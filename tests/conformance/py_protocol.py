@@ -10,7 +10,7 @@ from typing import Any
 
 from letterbox.protocol import FrameDecoder, pb
 from tests.conformance.registry import scenario
-from tests.conformance.targets import Target
+from tests.conformance.targets import Target, admin
 
 T = pb.BaseCommand
 TIMEOUT_S = 10.0
@@ -102,3 +102,22 @@ def watch_topic_list(t: Target, p: str) -> Any:
         request_id=9, watcher_id=1, namespace="public/default",
         topics_pattern=f"persistent://public/default/{short}-.*")))
     return _answer(_exchange(t, req)[1])
+
+
+@scenario
+def partitioned_metadata_without_auto_creation(t: Target, p: str) -> Any:
+    """PARTITIONED_METADATA with metadata_auto_creation_enabled=false (what the Java client asks
+    before it picks a retry topic's name): a missing topic is TopicNotFound and stays missing."""
+    short = p.removeprefix("persistent://public/default/")
+    admin(t, "PUT", f"/admin/v2/persistent/public/default/{short}-plain")
+    admin(t, "PUT", f"/admin/v2/persistent/public/default/{short}-parts/partitions", 2)
+    out: dict[str, Any] = {}
+    for i, name in enumerate(("missing", "plain", "parts")):
+        req = _frame(T(type=T.PARTITIONED_METADATA, partitionMetadata=pb.CommandPartitionedTopicMetadata(
+            topic=f"{p}-{name}", request_id=20 + i, metadata_auto_creation_enabled=False)))
+        answer = _exchange(t, req)[1].partitionMetadataResponse
+        out[name] = ({"error": pb.ServerError.Name(answer.error)} if answer.HasField("error")
+                     else {"partitions": answer.partitions})
+    status, _ = admin(t, "GET", f"/admin/v2/persistent/public/default/{short}-missing/stats")
+    out["missing_after"] = status
+    return out

@@ -145,6 +145,8 @@ def _connected(cnx: ServerCnx) -> None:
             protocol_version=cnx.protocol_version,
             max_message_size=cnx.service.config.max_message_size,
             supports_auth_refresh=cnx.service.authentication.enabled,
+            # PARTITIONED_METADATA honours metadata_auto_creation_enabled=false
+            supports_get_partitioned_metadata_without_auto_creation=True,
         )
     )
 

@@ -43,6 +43,15 @@ def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
     service = cnx.service
     service.authorization.check_lookup(cnx.role, name)
     rid = c.request_id
+    if c.HasField("metadata_auto_creation_enabled") and not c.metadata_auto_creation_enabled:
+        # a question about a topic, not a request to create it: TopicNotFound when there is none
+        n = service.partitions_of(name)
+        if n or service.topic_exists(name):
+            cnx.write(commands.partitioned_metadata_response(rid, n))
+        else:
+            cnx.write(commands.partitioned_metadata_error(rid, ServerError.TopicNotFound,
+                                                          f"Topic {name} does not exist"))
+        return
     if not service.should_auto_partition(name):
         cnx.write(commands.partitioned_metadata_response(rid, service.partitions_of(name)))
         return
