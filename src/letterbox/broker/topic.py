@@ -60,8 +60,8 @@ class Topic:
         As Pulsar: Shared is ProducerBusy beside an exclusive producer (or a queued one);
         Exclusive is ProducerFenced beside any producer; ExclusiveWithFencing closes every
         producer (CLOSE_PRODUCER) and fails queued WaitForExclusive producers, then takes
-        over. A reconnecting exclusive producer whose `client_epoch` is older than the
-        topic's was fenced meanwhile and is refused with ProducerFenced."""
+        over. A reconnecting exclusive or waiting producer whose `client_epoch` is older than
+        the topic's was fenced meanwhile and is refused with ProducerFenced."""
         mode = producer.access_mode
         holder = next((p for p in self.producers if p.access_mode != SHARED), None)
         if mode == SHARED:
@@ -79,11 +79,13 @@ class Topic:
             self._check_epoch(client_epoch)  # a fenced producer coming back does not fence its successor
             self._fence_everyone()
         elif mode == WAIT_FOR_EXCLUSIVE:
+            # a producer coming back with an epoch the topic has moved past was fenced: it is
+            # refused at once rather than queued behind its successor
+            self._check_epoch(client_epoch)
             if self.producers:
                 fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._exclusive_waiters.append((producer, fut))
                 return fut
-            self._check_epoch(client_epoch)
         if any(p.name == producer.name for p in self.producers):
             raise ProducerBusy(f"Producer with name {producer.name!r} is already connected to topic {self.name}")
         self.producers.append(producer)
