@@ -22,6 +22,13 @@ def _second(counts: tuple[int, int, int]) -> list[dict[str, Any]]:
     return [{"data": d, "key": None, "redelivery_count": n} for d, n in zip(("m1", "m3", "m4"), counts, strict=True)]
 
 
+def _nacked_twice(counts: tuple[int, int]) -> dict[str, Any]:
+    return {"first": [["m0", 0], ["m1", 0], ["m2", 0]], "later": [["m1", counts[0]], ["m1", counts[1]]]}
+
+
+_COUNTS_EVERYWHERE = ("redelivery counts are kept on every subscription type, so dead-lettering and backoff "
+                      "work on Exclusive and Failover too (Pulsar's are always 0 there)")
+
 DELIBERATE: dict[tuple[str, str], Deliberate] = {
     ("python", "unacked_come_back_to_next_consumer"): Deliberate(
         "a consumer that disconnects holding unacknowledged messages counts one attempt for the "
@@ -29,6 +36,17 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "counts-deliveries-to-closed-consumers",
         pulsar={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((0, 0, 0))},
         letterbox={"first": ["m0", "m1", "m2", "m3", "m4"], "second": _second((1, 0, 0))}),
+    ("python", "nack_redelivery_count_exclusive"): Deliberate(
+        _COUNTS_EVERYWHERE, "counts-on-every-subscription-type",
+        pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
+    ("python", "nack_redelivery_count_failover"): Deliberate(
+        _COUNTS_EVERYWHERE, "counts-on-every-subscription-type",
+        pulsar=_nacked_twice((0, 0)), letterbox=_nacked_twice((1, 2))),
+    ("python", "redelivery_count_across_reconnect"): Deliberate(
+        "redelivery counts are persisted with the subscription cursor, so a consumer that reconnects "
+        "does not reset them (and a consumer that closes holding a message counts one attempt for it)",
+        "counts-survive-reconnect",
+        pulsar=[0, 1, 2, 0], letterbox=[0, 1, 2, 3]),
     ("python", "connected_answer"): Deliberate(
         "letterbox advertises no topic-list watchers (pattern consumers poll for new topics) "
         "and no geo-replication",
@@ -44,6 +62,29 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "connected-feature-flags",
         pulsar={"type": "WATCH_TOPIC_LIST_SUCCESS"},
         letterbox={"type": "ERROR", "error": "NotAllowedError"}),
+    ("python", "schema_strategy_unknown_value"): Deliberate(
+        "an unknown schema compatibility strategy is refused with 400 and the namespace keeps its "
+        "strategy; Pulsar answers 204 and silently resets it to UNDEFINED (the broker's default)",
+        "unknown-schema-strategy-refused",
+        pulsar={"bogus": 204, "after": [200, "UNDEFINED"]},
+        letterbox={"bogus": 400, "after": [200, "FORWARD"]}),
+    ("python", "broker_backoff_property"): Deliberate(
+        "the consumer property letterbox.backoff.min_ms makes the broker hold a nacked message back "
+        "(on every subscription type); Pulsar keeps consumer properties as metadata only",
+        "broker-side-failure-policies",
+        pulsar={"back_within_1_5s": True, "back_within_10s": True, "count": 0},
+        letterbox={"back_within_1_5s": False, "back_within_10s": True, "count": 1}),
+    ("python", "broker_dead_letter_property"): Deliberate(
+        "the consumer property letterbox.dlq.max_redeliveries moves a message to the dead letter topic "
+        "broker-side, in one step with its acknowledgement, with its key, properties and the reason; "
+        "Pulsar ignores the property (and counts 0 on Exclusive)",
+        "broker-side-failure-policies",
+        pulsar={"deliveries": [0, 0, 0, 0], "dead": []},
+        letterbox={"deliveries": [0, 1], "dead": [{
+            "data": "poison", "key": "k", "reason": "max-redeliveries",
+            "property_names": ["DEAD_LETTER_REASON", "DEAD_LETTER_SUBSCRIPTION", "DEAD_LETTER_TIME",
+                               "DELIVERY_ATTEMPTS", "DELIVERY_COUNT", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME",
+                               "ORIGIN_MESSAGE_ID", "ORIGIN_PUBLISH_TIME", "REAL_TOPIC", "app"]}]}),
     ("go", "nack_exclusive_count"): Deliberate(
         "redelivery counts go up on every subscription type, Exclusive and Failover included",
         "counts-on-every-subscription-type",
