@@ -124,7 +124,8 @@ def test_last_message_id(broker: BrokerProcess, client: Any) -> None:
     assert mid is not None
     status, got = call(a, "GET", P + "/lmid/lastMessageId")
     assert status == 200
-    assert got == {"ledgerId": mid.ledger_id(), "entryId": mid.entry_id(), "partitionIndex": -1}
+    assert got == {"ledgerId": mid.ledger_id(), "entryId": mid.entry_id(), "partitionIndex": -1,
+                   "batchIndex": -1, "batchSize": 0}
 
 
 def test_trim_applies_retention_now(broker: BrokerProcess, client: Any) -> None:
@@ -146,12 +147,12 @@ def test_partitioned_internal_stats_and_growth_keeps_subscriptions(broker: Broke
     assert call(a, "PUT", P + "/grow/partitions", "2")[0] == 204
     client.subscribe("persistent://public/default/grow", "billing").close()
     status, stats = call(a, "GET", P + "/grow/partitioned-internalStats")
-    assert status == 200 and stats["metadata"] == {"partitions": 2}
+    assert status == 200 and stats["metadata"] == {"partitions": 2, "deleted": False}
     assert sorted(stats["partitions"]) == [f"persistent://public/default/grow-partition-{i}" for i in range(2)]
     assert "billing" in stats["partitions"]["persistent://public/default/grow-partition-1"]["cursors"]
     assert call(a, "POST", P + "/grow/partitions", "4")[0] == 204
     status, stats = call(a, "GET", P + "/grow/partitioned-internalStats")
-    assert stats["metadata"] == {"partitions": 4}
+    assert stats["metadata"] == {"partitions": 4, "deleted": False}
     assert "billing" in stats["partitions"]["persistent://public/default/grow-partition-3"]["cursors"]
     # the new partitions' messages reach the existing subscription
     producer = client.create_producer("persistent://public/default/grow", batching_enabled=False,
@@ -161,7 +162,7 @@ def test_partitioned_internal_stats_and_growth_keeps_subscriptions(broker: Broke
     status, pstats = call(a, "GET", P + "/grow/partitioned-stats")
     assert pstats["subscriptions"]["billing"]["msgBacklog"] == 8
     status, err = call(a, "POST", P + "/grow/partitions", "3")
-    assert status == 412 and "only be increased" in err["reason"]
+    assert status == 422 and "can't be less than" in err["reason"]  # Pulsar's status and words
     assert call(a, "GET", P + "/plain-nope/partitioned-internalStats")[0] == 404
 
 

@@ -172,7 +172,7 @@ async def partition_count(request: web.Request) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise AdminError(400, f"Number of partitions must be a JSON integer, got {json.dumps(value)[:50]}")
     if value <= 0:
-        raise AdminError(412, "Number of partitions should be more than 0")
+        raise AdminError(406, "Number of partitions should be more than 0")  # Pulsar's status
     if value > MAX_PARTITIONS:
         raise AdminError(412, f"Number of partitions should be less than or equal to {MAX_PARTITIONS}")
     return value

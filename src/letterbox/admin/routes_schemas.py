@@ -100,7 +100,14 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_post(SCHEMAS_BASE + "/schema", upload)
     router.add_delete(SCHEMAS_BASE + "/schema", delete)
     policies = PolicyRoutes(admin)
-    router.add_get(STRATEGY_PATH, policies.getter(STRATEGY_POLICY))
+    stored_strategy = policies.getter(STRATEGY_POLICY)
+
+    async def get_strategy(request: web.Request) -> web.StreamResponse:
+        answer = await stored_strategy(request)
+        # Pulsar's answer for a namespace that never set one
+        return web.json_response("UNDEFINED") if answer.status == 204 else answer
+
+    router.add_get(STRATEGY_PATH, get_strategy)
     router.add_post(STRATEGY_PATH, policies.setter(STRATEGY_POLICY, _strategy))
     router.add_put(STRATEGY_PATH, policies.setter(STRATEGY_POLICY, _strategy))  # pulsar-admin uses PUT
     router.add_delete(STRATEGY_PATH, policies.remover(STRATEGY_POLICY))

@@ -34,8 +34,10 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_get(TOPIC_BASE + "/partitioned-internalStats", routes.partitioned_internal_stats)
 
 
-def message_id_json(pos: Position, partition: int = -1) -> dict[str, Any]:
-    return {"ledgerId": pos.ledger_id, "entryId": pos.entry_id, "partitionIndex": partition}
+def message_id_json(pos: Position, partition: int = -1, batch_size: int = 0) -> dict[str, Any]:
+    """Pulsar's MessageIdImpl JSON; a batch's last message id names its index in the batch."""
+    return {"ledgerId": pos.ledger_id, "entryId": pos.entry_id, "partitionIndex": partition,
+            "batchIndex": batch_size - 1 if batch_size > 1 else -1, "batchSize": batch_size if batch_size > 1 else 0}
 
 
 async def add_subscriptions_to_new_partitions(service: BrokerService, name: TopicName, start: int, end: int) -> None:
@@ -119,7 +121,9 @@ class TopicOpsRoutes:
     async def last_message_id(self, request: web.Request) -> web.Response:
         name = topic_name(request)
         topic = self._persistent(name, "lastMessageId")
-        return web.json_response(message_id_json(topic.ledger.last_confirmed, name.partition_index))
+        last = topic.ledger.last_confirmed
+        batch = topic.ledger.messages_between(last.entry_id, last.entry_id) if last.entry_id >= 0 else 0
+        return web.json_response(message_id_json(last, name.partition_index, batch))
 
     async def trim(self, request: web.Request) -> web.Response:
         """Delete now what retention allows: acknowledged entries (by every subscription)
@@ -139,4 +143,4 @@ class TopicOpsRoutes:
             part = name.partition(i)
             if self.service.topic_exists(part):
                 parts[str(part)] = internal_stats(self._persistent(part, "internalStats"))
-        return web.json_response({"metadata": {"partitions": n}, "partitions": parts})
+        return web.json_response({"metadata": {"partitions": n, "deleted": False}, "partitions": parts})

@@ -100,9 +100,13 @@ class TopicRoutes:
     async def get_partitions(self, request: web.Request) -> web.Response:
         name = topic_name(request)
         service = self.service
-        if query_flag(request, "checkAllowAutoCreation") and service.should_auto_partition(name):
+        may_create = query_flag(request, "checkAllowAutoCreation")
+        if may_create and service.should_auto_partition(name):
             await service.create_partitioned_topic(name, service.config.default_num_partitions)
-        return web.json_response({"partitions": service.partitions_of(name), "deleted": False})
+        n = service.partitions_of(name)
+        if n == 0 and not may_create and not service.topic_exists(name):
+            raise AdminError(404, f"Topic {name} not found")  # a question, as Pulsar's: nothing created
+        return web.json_response({"partitions": n, "deleted": False})
 
     async def create_partitioned(self, request: web.Request) -> web.Response:
         name = topic_name(request)
@@ -127,9 +131,7 @@ class TopicRoutes:
         if current == 0:
             raise AdminError(404, f"Partitioned topic {name} does not exist")
         if count <= current:
-            raise AdminError(
-                412, f"Number of partitions can only be increased: {name} has {current}, asked for {count}"
-            )
+            raise AdminError(422, f"Desired partitions {count} can't be less than the current partitions {current}.")
         await self.service.create_partitioned_topic(name, count)
         self._open_partitions(name, current, count)
         await add_subscriptions_to_new_partitions(self.service, name, current, count)

@@ -261,7 +261,7 @@ class StatsTracker:
         total.setdefault("subscriptions", {})
         msg_in = total.get("msgInCounter", 0)
         total["averageMsgSize"] = total.get("bytesInCounter", 0) / msg_in if msg_in else 0.0
-        total["metadata"] = {"partitions": len(partitions)}
+        total["metadata"] = {"partitions": len(partitions), "deleted": False}
         total["partitions"] = partitions if per_partition else {}
         return total
 

@@ -85,4 +85,10 @@ def lookup_data(admin: AdminContext, request: web.Request, own: dict[str, str]) 
     else:
         plain = own.get("brokerServiceUrl") or own.get("brokerServiceUrlTls", "")
         tls = own.get("brokerServiceUrlTls", "")
-    return {"brokerUrl": plain, "brokerUrlTls": tls, "httpUrl": http, "httpUrlTls": https, "nativeUrl": plain}
+    # Pulsar's LookupData: the TLS URLs only when there are some, and brokerUrlSsl always
+    data = {"brokerUrl": plain, "httpUrl": http, "nativeUrl": plain, "brokerUrlSsl": tls}
+    if tls:
+        data["brokerUrlTls"] = tls
+    if https:
+        data["httpUrlTls"] = https
+    return data

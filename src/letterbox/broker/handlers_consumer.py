@@ -13,7 +13,7 @@ from letterbox.broker.namespace_limits import check_new_subscription, check_new_
 from letterbox.broker.redelivery_policy import consumer_policy
 from letterbox.broker.schema_registry import SchemaVersion, is_typed
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic
-from letterbox.errors import ConsumerBusy, LetterboxError, NotAllowed, ServerError, ServiceNotReady
+from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.failure.consumer_properties import (
     DLQ_INITIAL_SUBSCRIPTION,
     DLQ_TOPIC,
@@ -277,9 +277,11 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
     others = [x for x in sub.consumers if x is not consumer]
     force = c.HasField("force") and c.force
     if others and not force:
-        raise ConsumerBusy(
-            f"Subscription {sub.name!r} has {len(others)} other connected consumer(s); "
-            "close them before unsubscribing"
+        # Pulsar answers a busy subscription's unsubscribe with MetadataError (SubscriptionBusy)
+        raise LetterboxError(
+            f"Subscription {sub.name!r} is busy: {len(others)} other connected consumer(s); "
+            "close them before unsubscribing",
+            ServerError.MetadataError,
         )
     for other in others:
         other.cnx.write(commands.close_consumer(other.consumer_id))
