@@ -18,6 +18,7 @@ from letterbox.broker import subscription_admin as ops
 from letterbox.broker.namespace_limits import check_new_subscription
 from letterbox.broker.topic import PersistentTopic
 from letterbox.storage.errors import StorageError
+from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
@@ -101,6 +102,7 @@ class SubscriptionRoutes:
     async def create(self, request: web.Request) -> web.Response:
         name, sub_name = topic_name(request), request.match_info["subscription"]
         body = await json_body(request)
+        await self._auto_create(name)
         targets = partition_targets(self.admin, name, "Create subscription")
         if any(sub_name in t.subscriptions for t in targets):
             raise AdminError(409, f"Subscription {sub_name} already exists for topic {name}")
@@ -113,6 +115,17 @@ class SubscriptionRoutes:
                 sub.reset_to(position)
             await sub.cursor.flush()
         return no_content()
+
+    async def _auto_create(self, name: TopicName) -> None:
+        """Creating a subscription on a topic that does not exist creates the topic where
+        auto-creation allows it, as Pulsar (partitioned when that is the auto-created type)."""
+        service = self.service
+        if not name.persistent or service.partitions_of(name) > 0 or service.topic_exists(name):
+            return
+        if service.should_auto_partition(name):
+            await service.create_partitioned_topic(name, service.config.default_num_partitions)
+        elif service.may_auto_create(name):
+            service.persistent_topic(name, create=True)
 
     async def delete(self, request: web.Request) -> web.Response:
         name, sub_name = topic_name(request), request.match_info["subscription"]

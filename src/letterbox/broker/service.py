@@ -224,7 +224,7 @@ class BrokerService:
         else:
             ledger = self.store.get_ledger(key)
             if ledger is None:
-                if not (create and self._may_auto_create(name)):
+                if not (create and self.may_auto_create(name)):
                     if not namespace_exists(self, name.namespace_name):
                         raise TopicNotFound(_no_namespace(name))
                     raise TopicNotFound(f"Topic {name} does not exist")
@@ -256,7 +256,9 @@ class BrokerService:
     def loaded_persistent_topics(self) -> list[PersistentTopic]:
         return [t for t in self.topics.values() if isinstance(t, PersistentTopic)]
 
-    def _may_auto_create(self, name: TopicName) -> bool:
+    def may_auto_create(self, name: TopicName) -> bool:
+        """Whether a client (or an admin call that auto-creates, as Pulsar's create-subscription)
+        may create `name` by using it."""
         if auto_creation_allowed(self, name) and namespace_exists(self, name.namespace_name):
             return True
         parent = name.partitioned_parent
