@@ -12,6 +12,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from letterbox.admin import stats_fields
 from letterbox.broker.consumer import SUB_TYPE_NAMES
 from letterbox.broker.producer import ACCESS_MODE_NAMES
 from letterbox.broker.topic import NonPersistentTopic, PersistentTopic, Topic
@@ -153,6 +154,7 @@ class StatsTracker:
         rate_in = self.rate("in", tname)
         storage = topic.ledger.size_bytes() if isinstance(topic, PersistentTopic) else 0
         return {
+            **stats_fields.TOPIC,
             "msgRateIn": rate_in,
             "msgThroughputIn": self.rate("bin", tname),
             "msgRateOut": self.rate("out", tname),
@@ -180,6 +182,8 @@ class StatsTracker:
     def _publisher_stats(self, tname: str, p: Any) -> dict[str, Any]:
         pid = str(id(p))
         return {
+            **stats_fields.PUBLISHER,
+            "clientVersion": p.cnx.client_version,
             "accessMode": ACCESS_MODE_NAMES.get(p.access_mode, "Shared"),
             "msgRateIn": self.rate("pin", tname, pid),
             "msgThroughputIn": self.rate("pbin", tname, pid),
@@ -200,7 +204,10 @@ class StatsTracker:
         ranges = getattr(sub.cursor, "individually_acked_ranges", None) if hasattr(sub, "cursor") else None
         dispatcher = getattr(sub, "dispatcher", None)
         active = dispatcher.active_name() if dispatcher is not None else None
+        named = {"activeConsumerName": active} if active is not None else {}  # Pulsar omits a null one
         return {
+            **stats_fields.SUBSCRIPTION,
+            **named,
             "msgRateOut": rate_out,
             "msgThroughputOut": rate_out * avg,
             "bytesOutCounter": int(msg_out * avg),
@@ -213,11 +220,11 @@ class StatsTracker:
             "msgDelayed": delayed,
             "unackedMessages": sum(sum(c.pending.values()) for c in consumers),
             "type": SUB_TYPE_NAMES.get(sub.sub_type if sub.sub_type is not None else 0, "Exclusive"),
-            "activeConsumerName": active,
             "msgRateExpired": self.rate("expired", tname, sname),
             "totalMsgExpired": getattr(sub, "msg_expired", 0),
             "consumers": [self._consumer_stats(tname, sname, c, avg) for c in consumers],
             "isDurable": durable,
+            "durable": durable,
             "isReplicated": False,
             "nonContiguousDeletedMessagesRanges": len(ranges()) if callable(ranges) else 0,
             # ordered quarantine: poisoned key -> ORIGIN_MESSAGE_ID of its poisoned message
@@ -227,6 +234,8 @@ class StatsTracker:
     def _consumer_stats(self, tname: str, sname: str, c: Consumer, avg: float) -> dict[str, Any]:
         rate = self.rate("cout", tname, sname, str(id(c)))
         return {
+            **stats_fields.CONSUMER,
+            "clientVersion": c.cnx.client_version,
             "msgRateOut": rate,
             "msgThroughputOut": rate * avg,
             "bytesOutCounter": int(c.msg_out * avg),
@@ -344,9 +353,10 @@ def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
             "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - md),
             "totalNonContiguousDeletedMessagesRange": len(ranges),
             "properties": dict(getattr(sub.cursor, "properties", {})),
-            "durable": sub.durable,
+            **stats_fields.CURSOR,
         }
     return {
+        **stats_fields.INTERNAL,
         "entriesAddedCounter": ledger.next_entry_id,
         "numberOfEntries": entries,
         "totalSize": ledger.size_bytes(),

@@ -166,8 +166,8 @@ def topics_internal_stats(a: AdminContext, topic: TopicName) -> None:
     cursors: dict[str, Any] = stats.get("cursors") or {}
     click.echo("cursors:" + ("" if cursors else " none"))
     if cursors:
-        table(["name", "markDelete", "read", "active", "durable", "deletedRanges"],
-              [[n, c.get("markDeletePosition"), c.get("readPosition"), c.get("active"), c.get("durable"),
+        table(["name", "markDelete", "read", "active", "deletedRanges"],
+              [[n, c.get("markDeletePosition"), c.get("readPosition"), c.get("active"),
                 c.get("individuallyDeletedMessages")] for n, c in sorted(cursors.items())],
               indent="  ")
 
