@@ -29,7 +29,8 @@ def compare(client: str, scenario: str, pulsar_rec: Any, letterbox_rec: Any) -> 
                               + "\n".join(problems))
         return
     problems = diff(known.pulsar, pulsar_rec) + diff(known.letterbox, letterbox_rec)
-    record_verdict(client, scenario, "deliberate" if not problems else "differs", known.anchor)
+    verdict = ("known" if known.known else "deliberate") if not problems else "differs"
+    record_verdict(client, scenario, verdict, known.anchor)
     assert not problems, ("a deliberate difference changed (left: pinned, right: now):\n" + "\n".join(problems))
 
 

@@ -1,8 +1,10 @@
-"""Differences from Apache Pulsar that letterbox keeps on purpose.
+"""Differences from Apache Pulsar that letterbox keeps on purpose, and the known ones still to fix.
 
 Each entry pins BOTH sides: the conformance test asserts that Apache Pulsar still answers
 `pulsar` and letterbox still answers `letterbox`, so a change on either side shows. Every entry
-has its row in docs/compatibility.md ("Deliberate differences"), named by `anchor`."""
+has its row in docs/compatibility.md ("Deliberate differences", or "Known differences" for an
+entry with `known=True`: a letterbox defect that is measured, listed and open), named by
+`anchor`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ class Deliberate:
     anchor: str  # the row of docs/compatibility.md
     pulsar: Any
     letterbox: Any
+    known: bool = False  # a defect to fix, not a choice
 
 
 # (client, scenario) -> the difference
@@ -107,4 +110,13 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "counts-survive-reconnect",
         pulsar={"before_close": [0, 1, 2], "after_reconnect": ["m0", 0]},
         letterbox={"before_close": [0, 1, 2], "after_reconnect": ["m0", 3]}),
+    ("python", "dlq_exclusive_subscription"): Deliberate(
+        "the official C++-based client's dead letter policy has no path on Exclusive: once "
+        "letterbox's count passes max_redeliver_count the client hands the message back at once, "
+        "in a loop, and it reaches neither the application nor the dead letter topic",
+        "client-dlq-on-exclusive",
+        pulsar={"seen": [["poison", 0]] * 5, "dead": [], "sent_at_most_10": True},
+        letterbox={"seen": [["poison", 0], ["poison", 1], ["poison", 2]], "dead": [],
+                   "sent_at_most_10": False},
+        known=True),
 }
