@@ -2,7 +2,7 @@
 tombstones, keyless messages, batches rewritten with compacted_out, no sockets."""
 from __future__ import annotations
 
-from letterbox.broker.compaction_entries import (
+from letterbox.broker.compaction.compaction_entries import (
     NOT_BATCHED,
     KeyedMessage,
     compacted_copy,

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from letterbox.admin.stats import _backlog_size
-from letterbox.broker.poison_suspects import suspect_count
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker.redelivery.poison_suspects import suspect_count
+from letterbox.broker.topics.topic import PersistentTopic
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 

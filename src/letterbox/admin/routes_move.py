@@ -19,8 +19,8 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, name_field, topic_name
-from letterbox.broker.message_mover import MoveRequest, move_message
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker.moves.message_mover import MoveRequest, move_message
+from letterbox.broker.topics.topic import PersistentTopic
 from letterbox.message_properties import DEAD_LETTER_REASONS
 from letterbox.topic_name import TopicName
 

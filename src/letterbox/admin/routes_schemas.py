@@ -24,8 +24,8 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of, path_int
 from letterbox.admin.routes_namespace_policies import PolicyRoutes
-from letterbox.broker import avro_resolution as avro
-from letterbox.broker.schema_registry import (
+from letterbox.broker.schemas import avro_resolution as avro
+from letterbox.broker.schemas.schema_registry import (
     STRATEGIES,
     STRATEGY_POLICY,
     TYPE_NAMES,

@@ -14,8 +14,8 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, topic_name
 from letterbox.admin.stats import internal_stats
-from letterbox.broker import topic_termination
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker.policies import topic_termination
+from letterbox.broker.topics.topic import PersistentTopic
 from letterbox.storage.position import Position
 from letterbox.topic_name import TopicName
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.subscription import Subscription
-    from letterbox.broker.topic import PersistentTopic
+    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.topic import PersistentTopic
 
 
 def persistent_topic(admin: AdminContext, name: TopicName, what: str) -> PersistentTopic:

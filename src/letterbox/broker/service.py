@@ -15,25 +15,25 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
-from letterbox.broker import topic_termination
-from letterbox.broker.compactor import Compactor
-from letterbox.broker.connection_guard import ConnectionLimiter
-from letterbox.broker.dead_letter_rate import DeadLetterRate
-from letterbox.broker.default_namespace import namespace_exists, seed_defaults
-from letterbox.broker.flow_control import PublishBuffer
-from letterbox.broker.inactive_topics import InactiveTopicMonitor
-from letterbox.broker.message_expiry import MessageExpiryMonitor
-from letterbox.broker.namespace_limits import check_new_topic
-from letterbox.broker.namespace_policies import NamespacePolicyCache
-from letterbox.broker.redrive_tasks import RedriveTasks
-from letterbox.broker.schema_registry import SchemaRegistry
-from letterbox.broker.topic import (
+from letterbox.broker.compaction.compactor import Compactor
+from letterbox.broker.connection.connection_guard import ConnectionLimiter
+from letterbox.broker.connection.flow_control import PublishBuffer
+from letterbox.broker.moves.redrive_tasks import RedriveTasks
+from letterbox.broker.policies import topic_termination
+from letterbox.broker.policies.default_namespace import namespace_exists, seed_defaults
+from letterbox.broker.policies.inactive_topics import InactiveTopicMonitor
+from letterbox.broker.policies.namespace_limits import check_new_topic
+from letterbox.broker.policies.namespace_policies import NamespacePolicyCache
+from letterbox.broker.policies.topic_policies import auto_creation_allowed, forget_topic_policies
+from letterbox.broker.redelivery.dead_letter_rate import DeadLetterRate
+from letterbox.broker.redelivery.message_expiry import MessageExpiryMonitor
+from letterbox.broker.schemas.schema_registry import SchemaRegistry
+from letterbox.broker.topics.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
     PersistentTopic,
     Topic,
 )
-from letterbox.broker.topic_policies import auto_creation_allowed, forget_topic_policies
 from letterbox.clock import Clock, Periodic, RealClock, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
@@ -44,8 +44,8 @@ from letterbox.storage.transaction import PendingAppend
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.consumer import Consumer
-    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.broker.topics.consumer import Consumer
     from letterbox.config import BrokerConfig
 
 log = logging.getLogger("letterbox")
@@ -129,7 +129,7 @@ class BrokerService:
     async def _start_locked(self) -> None:
         await self.store.start()
         await seed_defaults(self)  # public/default, before any client can connect
-        from letterbox.broker.server_cnx import ServerCnx
+        from letterbox.broker.connection.server_cnx import ServerCnx
 
         loop = asyncio.get_running_loop()
         cfg = self.config

@@ -1,0 +1,1 @@
+"""Topics, producers, subscriptions, consumers and the dispatchers per subscription type."""
