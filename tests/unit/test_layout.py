@@ -1,6 +1,7 @@
 """Layout rules of src/letterbox, checked from the source text (no import is executed):
-every module is at most MAX_LINES lines, and the packages of letterbox import each other
-without a circle. Every import counts, including those under TYPE_CHECKING and inside
+every module is at most MAX_LINES lines, the packages of letterbox import each other
+without a circle, the rooms of letterbox.broker (its sub-packages and root modules) import
+each other without a circle, and admin and standalone use the broker only through its face. Every import counts, including those under TYPE_CHECKING and inside
 functions: a lazy import hides a circle from the interpreter, not from the design."""
 from __future__ import annotations
 
@@ -17,6 +18,26 @@ OVERSIZE_ALLOWED: dict[str, str] = {}
 # Packages whose modules must not import each other in a circle either (the lowest layers).
 MODULE_ACYCLIC = ("storage", "protocol")
 GENERATED = {"protocol/pulsar_api_pb2.py"}
+# Imports between broker rooms that still run back up the order service > connection > topics
+# > redelivery > moves > policies > (schemas, compaction), each type-only unless said. They are
+# left out of the circle check below. Empty this list, don't grow it.
+BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
+    ("compaction", "service"): "the compactor's BrokerService",
+    ("compaction", "topics"): "PersistentTopic (compactor, also isinstance) and Subscription",
+    ("connection", "service"): "ServerCnx's BrokerService",
+    ("moves", "service"): "BrokerService of the dead-letter router and the redrive tool",
+    ("moves", "topics"): "PersistentTopic and Subscription",
+    ("policies", "moves"): "namespace_limits: dead_letters.HANDLED_SUBSCRIPTION (at run time)",
+    ("policies", "service"): "BrokerService of the policy stores and monitors",
+    ("policies", "topics"): "PersistentTopic (also isinstance), Subscription, subscription_admin.skip",
+    ("redelivery", "service"): "the expiry monitor's BrokerService",
+    ("redelivery", "topics"): "Subscription, Consumer; message_expiry: subscription_admin.expire (at run time)",
+    ("schemas", "service"): "the schema registry's BrokerService",
+    ("topics", "connection"): "ServerCnx of Consumer and Producer, send_batch.Pending",
+    ("topics", "service"): "PersistentTopic's BrokerService",
+}
+# What may use the broker only through letterbox.broker (its __init__, the face).
+BROKER_FACE_USERS = ("admin", "standalone")
 
 
 def _modules() -> Iterator[Path]:
@@ -164,6 +185,64 @@ def test_no_import_circle_between_modules(package: str) -> None:
     assert not circles, f"import circles inside letterbox.{package}: " + " | ".join(
         _edges(graph, c, why) for c in circles
     )
+
+
+def _broker_room(module: str) -> str | None:
+    """The room of a broker module: its sub-package (letterbox.broker.topics.topic -> topics) or,
+    for a module at the broker's root, the module (letterbox.broker.service -> service). The
+    face itself (letterbox.broker) is no room."""
+    parts = module.split(".")
+    if parts[:2] != ["letterbox", "broker"] or len(parts) < 3:
+        return None
+    broker = SRC / "broker"
+    if (broker / parts[2]).is_dir() or (broker / f"{parts[2]}.py").is_file():
+        return parts[2]
+    return None
+
+
+def _broker_room_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    graph: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], str] = {}
+    for path in _modules():
+        src = _broker_room(_module_name(path))
+        if src is None:
+            continue
+        graph.setdefault(src, set())
+        for target in _imports(path):
+            dst = _broker_room(target)
+            if dst is not None and dst != src:
+                graph[src].add(dst)
+                why.setdefault((src, dst), f"{_rel(path)} imports {target}")
+    return graph, why
+
+
+def test_no_import_circle_between_broker_rooms() -> None:
+    graph, why = _broker_room_graph()
+    stale = [edge for edge in BROKER_BACK_EDGES_ALLOWED if edge[1] not in graph.get(edge[0], set())]
+    assert not stale, f"remove from BROKER_BACK_EDGES_ALLOWED, the import is gone: {stale}"
+    for src, dst in BROKER_BACK_EDGES_ALLOWED:
+        graph[src].discard(dst)
+    circles = _cycles(graph)
+    assert not circles, "import circles between the rooms of letterbox.broker: " + " | ".join(
+        _edges(graph, c, why) for c in circles
+    )
+
+
+def test_admin_and_standalone_use_only_the_broker_face() -> None:
+    deep = []
+    for path in _modules():
+        if _unit(_module_name(path)) not in BROKER_FACE_USERS:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            deep += [f"{_rel(path)}:{node.lineno} {n}" for n in names if n.startswith("letterbox.broker.")]
+    assert not deep, f"import the broker through letterbox.broker, not its rooms: {deep}"
 
 
 def test_the_checks_see_a_circle_and_an_oversize_module() -> None:

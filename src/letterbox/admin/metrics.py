@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from letterbox.admin.stats import _backlog_size
-from letterbox.broker.redelivery.poison_suspects import suspect_count
-from letterbox.broker.topics.topic import PersistentTopic
+from letterbox.broker import PersistentTopic, suspect_count
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.stats import StatsTracker
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 SLICE = 250  # topics read per event-loop turn
 MAX_AGE = 1.0  # seconds an expensive body is served again

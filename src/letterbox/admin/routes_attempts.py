@@ -31,8 +31,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
-from letterbox.broker.moves.dead_letter_router import dead_letter_topic_name
-from letterbox.broker.moves.dead_letters import live_dead_letters_async
+from letterbox.broker import dead_letter_topic_name, live_dead_letters_async
 from letterbox.errors import NotAllowed
 from letterbox.failure.attempts import ANNOUNCED_ENDINGS, MAX_REASON_CHARS, parse_attempts_property
 from letterbox.message_properties import (
@@ -44,8 +43,7 @@ from letterbox.message_properties import (
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.topics.subscription import Subscription
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker import PersistentTopic, Subscription
     from letterbox.topic_name import TopicName
 
 ATTEMPTS_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/attempts/{messageId}"

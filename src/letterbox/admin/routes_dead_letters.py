@@ -35,15 +35,15 @@ from letterbox.admin.request_parsing import (
 )
 from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
-from letterbox.broker.moves import redrive as rd
-from letterbox.broker.moves.dead_letters import (
+from letterbox.broker import (
     DeadLetter,
     DeadLetterFilter,
+    PersistentTopic,
+    SubscriptionGone,
     live_dead_letters_async,
     summary_async,
 )
-from letterbox.broker.moves.redrive_targets import SubscriptionGone
-from letterbox.broker.topics.topic import PersistentTopic
+from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
 from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName

@@ -14,7 +14,7 @@ from letterbox.admin.http_errors import AdminError
 from letterbox.admin.message_response import message_response
 from letterbox.admin.request_parsing import TOPIC_BASE, path_int, query_int, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
-from letterbox.broker.topics import subscription_admin as ops
+from letterbox.broker import subscription_admin as ops
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

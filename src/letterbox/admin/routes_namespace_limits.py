@@ -18,9 +18,8 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body
 from letterbox.admin.routes_namespace_policies import MAX_INT32, PolicyRoutes, _object
-from letterbox.broker.policies import inactive_topics
-from letterbox.broker.policies import topic_policies as tp
-from letterbox.broker.policies.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
+from letterbox.broker import SUBSCRIPTION_RATE, TOPIC_RATE, inactive_topics
+from letterbox.broker import topic_policies as tp
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

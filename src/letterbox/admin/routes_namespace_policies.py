@@ -30,7 +30,7 @@ from letterbox.admin.request_parsing import (
     number_field,
     persistent_topic_field,
 )
-from letterbox.broker.policies import namespace_policies as np
+from letterbox.broker import namespace_policies as np
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_MULTIPLIER
 from letterbox.failure.policies import KeyFailure
 from letterbox.topic_name import TopicName

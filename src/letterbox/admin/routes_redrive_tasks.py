@@ -15,7 +15,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, topic_name
 from letterbox.admin.topic_lookup import persistent_topic
-from letterbox.broker.moves.redrive_tasks import TASK_ID, RedriveTask
+from letterbox.broker import TASK_ID, RedriveTask
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

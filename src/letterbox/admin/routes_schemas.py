@@ -24,8 +24,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of, path_int
 from letterbox.admin.routes_namespace_policies import PolicyRoutes
-from letterbox.broker.schemas import avro_resolution as avro
-from letterbox.broker.schemas.schema_registry import (
+from letterbox.broker import (
     STRATEGIES,
     STRATEGY_POLICY,
     TYPE_NAMES,
@@ -33,6 +32,7 @@ from letterbox.broker.schemas.schema_registry import (
     check_definition,
     type_name,
 )
+from letterbox.broker import avro_resolution as avro
 from letterbox.errors import IncompatibleSchema
 from letterbox.topic_name import TopicName
 

@@ -14,14 +14,13 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, path_int, query_flag, topic_name
 from letterbox.admin.topic_lookup import partition_targets, persistent_topic, subscription
-from letterbox.broker.policies.namespace_limits import check_new_subscription
-from letterbox.broker.topics import subscription_admin as ops
-from letterbox.broker.topics.topic import PersistentTopic
+from letterbox.broker import PersistentTopic, check_new_subscription
+from letterbox.broker import subscription_admin as ops
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker import Subscription
 
 SUB = TOPIC_BASE + "/subscription/{subscription}"
 LATEST = 2**63 - 1

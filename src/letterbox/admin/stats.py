@@ -12,13 +12,16 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.topics.consumer import SUB_TYPE_NAMES
-from letterbox.broker.topics.producer import ACCESS_MODE_NAMES
-from letterbox.broker.topics.topic import NonPersistentTopic, PersistentTopic, Topic
+from letterbox.broker import (
+    ACCESS_MODE_NAMES,
+    SUB_TYPE_NAMES,
+    NonPersistentTopic,
+    PersistentTopic,
+    Topic,
+)
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
-    from letterbox.broker.topics.consumer import Consumer
+    from letterbox.broker import BrokerService, Consumer
 
 WINDOW_SECONDS = 60.0
 Key = tuple[str, ...]
