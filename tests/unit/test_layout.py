@@ -27,13 +27,11 @@ BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
     ("connection", "service"): "ServerCnx's BrokerService",
     ("moves", "service"): "BrokerService of the dead-letter router and the redrive tool",
     ("moves", "topics"): "PersistentTopic and Subscription",
-    ("policies", "moves"): "namespace_limits: dead_letters.HANDLED_SUBSCRIPTION (at run time)",
     ("policies", "service"): "BrokerService of the policy stores and monitors",
     ("policies", "topics"): "PersistentTopic (also isinstance), Subscription, subscription_admin.skip",
     ("redelivery", "service"): "the expiry monitor's BrokerService",
     ("redelivery", "topics"): "Subscription, Consumer; message_expiry: subscription_admin.expire (at run time)",
     ("schemas", "service"): "the schema registry's BrokerService",
-    ("topics", "connection"): "ServerCnx of Consumer and Producer, send_batch.Pending",
     ("topics", "service"): "PersistentTopic's BrokerService",
 }
 # What may use the broker only through letterbox.broker (its __init__, the face).

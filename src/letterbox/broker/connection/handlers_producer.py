@@ -239,7 +239,7 @@ def _publish(
         return
     assert isinstance(topic, PersistentTopic)
     if topic.terminated is not None:  # a SEND that raced the termination
-        _in_order(producer, lambda: cnx.write(commands.send_error(
+        _in_order(cnx, producer, lambda: cnx.write(commands.send_error(
             pid, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")))
         return
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
@@ -269,12 +269,12 @@ def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
     code the C++ client (so the Python one) closes the connection and re-sends the same
     message forever. The text says what is wrong."""
     message = f"message refused: {exc}"
-    _in_order(p, lambda: cnx.write(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
+    _in_order(cnx, p, lambda: cnx.write(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
 
 
-def _in_order(p: Producer, write: Callable[[], None]) -> None:
-    """Call `write` once every earlier receipt of the producer has been written."""
-    send_batch.submit_producer(p.cnx, p)
+def _in_order(cnx: ServerCnx, p: Producer, write: Callable[[], None]) -> None:
+    """Call `write` once every earlier receipt of the producer (of `cnx`) has been written."""
+    send_batch.submit_producer(cnx, p)
     prev = p.last_receipt
     if prev is None or prev.done():
         write()
@@ -298,7 +298,7 @@ def _chain(
     (in the same callback: one loop callback per SEND)."""
     if fut is None:
         # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
-        _in_order(p, lambda: cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
+        _in_order(cnx, p, lambda: cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
         return
 
     def on_durable(f: asyncio.Future[Position]) -> None:

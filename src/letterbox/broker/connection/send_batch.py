@@ -30,13 +30,11 @@ from letterbox.storage.errors import StorageError, is_storage_fault
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.server_cnx import ServerCnx
-    from letterbox.broker.topics.producer import Producer
+    from letterbox.broker.topics.producer import Pending, Producer
     from letterbox.storage.ops import WriteOp
 
 log = logging.getLogger("letterbox.producer")
 
-# one reserved SEND: (entry id, sequence id, highest sequence id or None, bytes held)
-Pending = tuple[int, int, "int | None", int]
 
 
 def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:

@@ -1,5 +1,5 @@
 # Purge of a dead letter topic (letterbox extension): the live dead letters matching
-# a filter are marked handled (dead_letters.HANDLED_SUBSCRIPTION) without being moved,
+# a filter are marked handled (failure.HANDLED_SUBSCRIPTION) without being moved,
 # all in ONE storage transaction (nothing changes in memory unless it committed).
 # It holds the DLQ's lock (redrive_locks.dlq_lock), so it never races a redrive's
 # chunk. The scan gives the event loop back as it goes and keeps only each

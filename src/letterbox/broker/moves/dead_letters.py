@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from letterbox.failure import TopicRole, topic_role
+from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, topic_role
 from letterbox.message_properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_TIME,
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from letterbox.broker.topics.topic import PersistentTopic
     from letterbox.storage.entry import Entry
 
-HANDLED_SUBSCRIPTION = "letterbox-dlq-handled"
 NO_REASON = "unspecified"
 READ_CHUNK = 256
 # entries expanding to more than this are opened in a worker thread by the async views

@@ -1,7 +1,7 @@
 # Redrive of a dead letter topic (letterbox extension): live dead letters that
 # match a filter move back to their REAL_TOPIC (or a given target): each chunk of
 # messages is appended to the target(s) AND marked handled on the DLQ
-# (dead_letters.HANDLED_SUBSCRIPTION) in ONE storage transaction, so a redrive
+# (failure.HANDLED_SUBSCRIPTION) in ONE storage transaction, so a redrive
 # interrupted at any point (even kill -9) and run again never moves a message
 # twice and never loses one.
 # A redriven message is a new entry: payload, key, ordering key, event time,

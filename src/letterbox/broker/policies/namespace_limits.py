@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from letterbox.broker.moves.dead_letters import HANDLED_SUBSCRIPTION
 from letterbox.errors import NotAllowed
+from letterbox.failure import HANDLED_SUBSCRIPTION
 
 if TYPE_CHECKING:
     from letterbox.broker.service import BrokerService

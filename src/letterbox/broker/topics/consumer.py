@@ -17,7 +17,7 @@ from letterbox.protocol import commands
 from letterbox.protocol.receipts import FrameEncoder, message_encoder
 
 if TYPE_CHECKING:
-    from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.broker.topics.client_connection import ClientConnection
     from letterbox.broker.topics.subscription import Subscription
     from letterbox.storage.entry import Entry
 
@@ -27,7 +27,7 @@ MAX_PERMITS = (1 << 31) - 1  # a Java int, as Pulsar counts them
 
 @dataclass(eq=False)
 class Consumer:
-    cnx: ServerCnx
+    cnx: ClientConnection
     consumer_id: int
     name: str
     sub_type: int

@@ -9,18 +9,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from letterbox.broker.connection.send_batch import Pending
-    from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.broker.topics.client_connection import ClientConnection
     from letterbox.broker.topics.topic import Topic
     from letterbox.storage.ops import WriteOp
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
 ACCESS_MODE_NAMES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
+# one reserved SEND: (entry id, sequence id, highest sequence id or None, bytes held)
+Pending = tuple[int, int, "int | None", int]
 
 
 @dataclass(eq=False)
 class Producer:
-    cnx: ServerCnx
+    cnx: ClientConnection
     producer_id: int
     name: str
     topic: Topic

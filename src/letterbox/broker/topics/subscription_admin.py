@@ -21,9 +21,9 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from letterbox.broker.moves.dead_letter_router import move_to_dead_letter
-from letterbox.broker.moves.dead_letters import HANDLED_SUBSCRIPTION
 from letterbox.broker.redelivery.expiry_scan import due_entries
 from letterbox.failure import (
+    HANDLED_SUBSCRIPTION,
     Acknowledge,
     DeadLetter,
     DeadLetterPolicy,
