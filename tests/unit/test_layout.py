@@ -28,9 +28,8 @@ BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
     ("moves", "service"): "BrokerService of the dead-letter router and the redrive tool",
     ("moves", "topics"): "PersistentTopic and Subscription",
     ("policies", "service"): "BrokerService of the policy stores and monitors",
-    ("policies", "topics"): "PersistentTopic (also isinstance), Subscription, subscription_admin.skip",
-    ("redelivery", "service"): "the expiry monitor's BrokerService",
-    ("redelivery", "topics"): "Subscription, Consumer; message_expiry: subscription_admin.expire (at run time)",
+    ("policies", "topics"): "Topic, PersistentTopic, Subscription, Consumer",
+    ("redelivery", "topics"): "Subscription, Consumer",
     ("schemas", "service"): "the schema registry's BrokerService",
     ("topics", "service"): "PersistentTopic's BrokerService",
 }

@@ -13,12 +13,7 @@ from letterbox.broker.moves.dead_letters import (
 from letterbox.broker.moves.message_mover import MoveRequest, move_message
 from letterbox.broker.moves.redrive_targets import SubscriptionGone
 from letterbox.broker.moves.redrive_tasks import TASK_ID, RedriveTask
-from letterbox.broker.policies import (
-    inactive_topics,
-    namespace_policies,
-    topic_policies,
-    topic_termination,
-)
+from letterbox.broker.policies import namespace_policies, topic_policies
 from letterbox.broker.policies.default_namespace import seed_defaults
 from letterbox.broker.policies.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
@@ -34,7 +29,7 @@ from letterbox.broker.schemas.schema_registry import (
     type_name,
 )
 from letterbox.broker.service import PARTITIONS_KEY, BrokerService
-from letterbox.broker.topics import subscription_admin
+from letterbox.broker.topics import inactive_topics, subscription_admin, topic_termination
 from letterbox.broker.topics.consumer import SUB_TYPE_NAMES, Consumer
 from letterbox.broker.topics.producer import ACCESS_MODE_NAMES
 from letterbox.broker.topics.subscription import Subscription

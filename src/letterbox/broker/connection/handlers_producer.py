@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.connection import send_batch
-from letterbox.broker.policies import backlog_quota
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.policies.topic_policies import check_new_producer
-from letterbox.broker.policies.topic_termination import refuse_producer
 from letterbox.broker.schemas.schema_registry import SchemaVersion, is_typed, version_bytes
+from letterbox.broker.topics import backlog_quota
 from letterbox.broker.topics.producer import ACCESS_MODE_NAMES, Producer
 from letterbox.broker.topics.topic import NonPersistentTopic, PersistentTopic
+from letterbox.broker.topics.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
 from letterbox.protocol.framing import Frame, SendFacts, SendScan, parse_send_payload

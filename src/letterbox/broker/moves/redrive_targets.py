@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from letterbox.broker.policies import topic_termination
+from letterbox.broker.topics import topic_termination
 from letterbox.errors import InvalidTopicName, LetterboxError, NotAllowed, TopicNotFound
 from letterbox.failure import TopicRole, topic_role
 from letterbox.failure.naming import DLQ_SUFFIX, partitioned_parent

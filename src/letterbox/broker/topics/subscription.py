@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox import failure
 from letterbox.broker.policies.topic_policies import check_new_consumer
-from letterbox.broker.policies.topic_termination import notify_end_of_topic
 from letterbox.broker.redelivery.key_quarantine import KeyQuarantine
 from letterbox.broker.redelivery.redelivery_tracker import RedeliveryTracker
 from letterbox.broker.topics.consumer import SUB_TYPE_NAMES
 from letterbox.broker.topics.dispatcher import Dispatcher
 from letterbox.broker.topics.dispatchers import make_dispatcher
+from letterbox.broker.topics.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
-from letterbox.broker.policies import backlog_quota, topic_termination
 from letterbox.broker.policies.topic_policies import TopicLimits, limits_for
+from letterbox.broker.topics import backlog_quota, topic_termination
 from letterbox.broker.topics.dispatchers import make_dispatcher
 from letterbox.broker.topics.memory_cursor import MemoryCursor
 from letterbox.broker.topics.producer import (
