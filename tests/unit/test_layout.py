@@ -27,8 +27,6 @@ BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
     ("connection", "service"): "ServerCnx's BrokerService",
     ("moves", "service"): "BrokerService of the dead-letter router and the redrive tool",
     ("moves", "topics"): "PersistentTopic and Subscription",
-    ("policies", "service"): "BrokerService of the policy stores and monitors",
-    ("policies", "topics"): "Topic, PersistentTopic, Subscription, Consumer",
     ("redelivery", "topics"): "Subscription, Consumer",
     ("schemas", "service"): "the schema registry's BrokerService",
     ("topics", "service"): "PersistentTopic's BrokerService",

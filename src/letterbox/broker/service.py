@@ -87,7 +87,7 @@ class BrokerService:
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats(self.clock)
-        self.namespace_policies = NamespacePolicyCache(self)
+        self.namespace_policies: NamespacePolicyCache = NamespacePolicyCache(self)
         self.authentication = AuthenticationService(config)
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
@@ -96,8 +96,8 @@ class BrokerService:
         self.compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
         self.inactive_topics = InactiveTopicMonitor(self)  # inactiveTopicPolicies (namespace)
         self.connections: set[ServerCnx] = set()
-        self.connection_limiter = ConnectionLimiter(config)
-        self.publish_buffer = PublishBuffer(config)
+        self.connection_limiter: ConnectionLimiter = ConnectionLimiter(config)
+        self.publish_buffer: PublishBuffer = PublishBuffer(config)
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
         # bound ports of the pulsar:// and pulsar+ssl:// listeners (0: that listener is off)
         self.port = 0

@@ -13,12 +13,12 @@ from letterbox.broker.policies.namespace_policies import NAMESPACE_KEY
 from letterbox.security.authorization import TENANT_KEY
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker.policies.bounded import PolicyBroker
 
 SEEDED_KEY = "admin:defaults-seeded"
 
 
-async def seed_defaults(service: BrokerService) -> None:
+async def seed_defaults(service: PolicyBroker) -> None:
     store = service.store
     if store.get_metadata(SEEDED_KEY) is None:
         info = {"adminRoles": [], "allowedClusters": [service.config.cluster_name]}
@@ -27,5 +27,5 @@ async def seed_defaults(service: BrokerService) -> None:
         await store.put_metadata(SEEDED_KEY, "1")
 
 
-def namespace_exists(service: BrokerService, namespace: str) -> bool:
+def namespace_exists(service: PolicyBroker, namespace: str) -> bool:
     return service.store.get_metadata(NAMESPACE_KEY + namespace) is not None

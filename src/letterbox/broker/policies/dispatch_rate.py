@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.policies.bounded import RatedSubscription
     from letterbox.storage.entry import Entry
 
 TOPIC_RATE = "topicDispatchRate"  # namespace document keys (Pulsar's Policies fields)
@@ -62,7 +62,7 @@ class Window:
 _windows: weakref.WeakKeyDictionary[object, Window] = weakref.WeakKeyDictionary()
 
 
-def admit(sub: Subscription, entry: Entry, wake: Callable[[], None]) -> bool:
+def admit(sub: RatedSubscription, entry: Entry, wake: Callable[[], None]) -> bool:
     """May the subscription's dispatcher send `entry` now? If not, `wake` is called when
     the window that refused it turns."""
     limits = sub.topic.limits

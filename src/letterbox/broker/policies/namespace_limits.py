@@ -14,12 +14,11 @@ from letterbox.errors import NotAllowed
 from letterbox.failure import HANDLED_SUBSCRIPTION
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.policies.bounded import PolicyBroker, SubscribedTopic
     from letterbox.topic_name import TopicName
 
 
-def check_new_topic(service: BrokerService, name: TopicName, new: int = 1) -> None:
+def check_new_topic(service: PolicyBroker, name: TopicName, new: int = 1) -> None:
     """Refuse creating `new` topics in the namespace of `name` beyond maxTopicsPerNamespace."""
     limit = service.config.max_topics_per_namespace
     if limit <= 0 or new <= 0 or service.topic_exists(name):
@@ -36,7 +35,7 @@ def check_new_topic(service: BrokerService, name: TopicName, new: int = 1) -> No
         )
 
 
-def check_new_subscription(topic: PersistentTopic, name: str) -> None:
+def check_new_subscription(topic: SubscribedTopic, name: str) -> None:
     """Refuse a new subscription on `topic` beyond maxSubscriptionsPerTopic."""
     limit = topic.service.config.max_subscriptions_per_topic
     if limit <= 0 or name in topic.subscriptions:

@@ -23,7 +23,7 @@ from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 from letterbox.failure.policies import KeyFailure
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker.policies.bounded import PolicyBroker
 
 NAMESPACE_KEY = "namespace:"
 DEDUP = "deduplicationEnabled"
@@ -80,7 +80,7 @@ _EMPTY = NamespacePolicies()
 
 
 class NamespacePolicyCache:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: PolicyBroker) -> None:
         self.service = service
         self._cache: dict[str, NamespacePolicies] = {}
 

@@ -18,8 +18,7 @@ from letterbox.broker.policies.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RAT
 from letterbox.errors import ConsumerBusy, ProducerBusy
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
-    from letterbox.broker.topics.topic import Topic
+    from letterbox.broker.policies.bounded import BoundedTopic, PolicyBroker
     from letterbox.topic_name import TopicName
 
 TOPIC_POLICIES_KEY = "topic-policies:"  # + topic name: the topic-level policy document
@@ -81,20 +80,20 @@ class TopicLimits:
 NO_LIMITS = TopicLimits()
 
 
-def topic_document(service: BrokerService, name: TopicName) -> dict[str, Any] | None:
+def topic_document(service: PolicyBroker, name: TopicName) -> dict[str, Any] | None:
     """The topic-level policies of `name` (of its partitioned topic for a partition)."""
     raw = service.store.get_metadata(TOPIC_POLICIES_KEY + str(name.partitioned_parent))
     return json.loads(raw) if raw else None
 
 
-def effective_document(service: BrokerService, name: TopicName) -> dict[str, Any]:
+def effective_document(service: PolicyBroker, name: TopicName) -> dict[str, Any]:
     """The namespace's policies with the topic's on top: a policy set on the topic wins."""
     doc = dict(service.namespace_policies.document(name.namespace_name) or {})
     doc.update(topic_document(service, name) or {})
     return doc
 
 
-async def update_topic_policy(service: BrokerService, name: TopicName, key: str, value: Any) -> None:
+async def update_topic_policy(service: PolicyBroker, name: TopicName, key: str, value: Any) -> None:
     """Set (None: remove) one topic-level policy, durably, then apply it to the loaded topic
     or partitions."""
     doc = topic_document(service, name) or {}
@@ -111,23 +110,23 @@ async def update_topic_policy(service: BrokerService, name: TopicName, key: str,
             refresh()
 
 
-async def forget_topic_policies(service: BrokerService, name: TopicName) -> None:
+async def forget_topic_policies(service: PolicyBroker, name: TopicName) -> None:
     if service.store.get_metadata(TOPIC_POLICIES_KEY + str(name)) is not None:
         await service.store.put_metadata(TOPIC_POLICIES_KEY + str(name), None)
 
 
-def limits_for(service: BrokerService, name: TopicName) -> TopicLimits:
+def limits_for(service: PolicyBroker, name: TopicName) -> TopicLimits:
     return TopicLimits.from_document(effective_document(service, name))
 
 
-def check_new_producer(topic: Topic) -> None:
+def check_new_producer(topic: BoundedTopic) -> None:
     """maxProducersPerTopic (0 or unset: no limit), as Pulsar: ProducerBusy."""
     limit = topic.limits.max_producers
     if limit and len(topic.producers) >= limit:
         raise ProducerBusy(f"Topic {topic.name} reached max producers limit ({limit})")
 
 
-def check_new_consumer(topic: Topic) -> None:
+def check_new_consumer(topic: BoundedTopic) -> None:
     """maxConsumersPerTopic (0 or unset: no limit), as Pulsar: ConsumerBusy."""
     limit = topic.limits.max_consumers
     if not limit:
@@ -137,7 +136,7 @@ def check_new_consumer(topic: Topic) -> None:
         raise ConsumerBusy(f"Topic {topic.name} reached max consumers limit ({limit})")
 
 
-def auto_creation_allowed(service: BrokerService, name: TopicName) -> bool:
+def auto_creation_allowed(service: PolicyBroker, name: TopicName) -> bool:
     """The namespace's autoTopicCreation override, else the broker's auto_topic_creation."""
     doc = service.namespace_policies.document(name.namespace_name) or {}
     override = doc.get(AUTO_TOPIC_CREATION)

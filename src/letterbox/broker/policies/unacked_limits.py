@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.policies.bounded import UnackedConsumer, UnackedSubscription
 
 SHARED, KEY_SHARED = 1, 3
 NO_LIMIT = 1 << 62
@@ -96,11 +95,11 @@ class PendingAcks(dict[int, int]):
             self._on_change(delta)
 
 
-def limited(consumer: Consumer) -> bool:
+def limited(consumer: UnackedConsumer) -> bool:
     return consumer.sub_type in (SHARED, KEY_SHARED)
 
 
-def _limits(consumer: Consumer, sub: Subscription) -> tuple[int, int]:
+def _limits(consumer: UnackedConsumer, sub: UnackedSubscription) -> tuple[int, int]:
     """(per consumer, per subscription) limits; 0 or less: none."""
     cfg = consumer.cnx.service.config
     limits = getattr(sub.topic, "limits", None)  # the namespace's policies win over the broker's
@@ -114,7 +113,7 @@ def _limits(consumer: Consumer, sub: Subscription) -> tuple[int, int]:
     return per_consumer, per_sub
 
 
-def unblocked_room(consumer: Consumer) -> int:
+def unblocked_room(consumer: UnackedConsumer) -> int:
     """How many more unacked messages `consumer` can be given before on_pending_change
     would block it or its subscription: booking fewer than this changes no flag, so it
     needs no notification (PendingAcks.add_quiet). NO_LIMIT when no limit applies."""
@@ -130,7 +129,7 @@ def unblocked_room(consumer: Consumer) -> int:
     return room
 
 
-def on_pending_change(consumer: Consumer, delta: int) -> None:
+def on_pending_change(consumer: UnackedConsumer, delta: int) -> None:
     """Block or unblock a consumer (and its subscription) after its unacked count moved."""
     sub = consumer.subscription
     if sub is None or not limited(consumer):
@@ -153,7 +152,7 @@ def on_pending_change(consumer: Consumer, delta: int) -> None:
         sub.schedule_dispatch()
 
 
-def subscription_unacked(consumer: Consumer) -> int:
+def subscription_unacked(consumer: UnackedConsumer) -> int:
     sub = consumer.subscription
     if sub is None:
         return 0
