@@ -22,14 +22,10 @@ GENERATED = {"protocol/pulsar_api_pb2.py"}
 # > redelivery > moves > policies > (schemas, compaction), each type-only unless said. They are
 # left out of the circle check below. Empty this list, don't grow it.
 BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
-    ("compaction", "service"): "the compactor's BrokerService",
     ("compaction", "topics"): "PersistentTopic (compactor, also isinstance) and Subscription",
-    ("connection", "service"): "ServerCnx's BrokerService",
-    ("moves", "service"): "BrokerService of the dead-letter router and the redrive tool",
     ("moves", "topics"): "PersistentTopic and Subscription",
     ("redelivery", "topics"): "Subscription, Consumer",
     ("schemas", "service"): "the schema registry's BrokerService",
-    ("topics", "service"): "PersistentTopic's BrokerService",
 }
 # What may use the broker only through letterbox.broker (its __init__, the face).
 BROKER_FACE_USERS = ("admin", "standalone")

@@ -29,8 +29,8 @@ from letterbox.storage.compaction import CompactedHorizon, CompactedViews
 from letterbox.storage.entry import Entry
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.topics.topic_broker import TopicBroker
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class CompactionInProgress(Exception):
 
 
 class Compactor:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: TopicBroker) -> None:
         self.service = service
         self.views = CompactedViews(service.store)
         self._status: dict[str, tuple[str, str | None]] = {}

@@ -29,7 +29,7 @@ from letterbox.protocol.speedups import send_codec
 from letterbox.security.tls import peer_common_name
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker.connection.connection_broker import ConnectionBroker
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.producer import Producer
     from letterbox.protocol import Frame
@@ -46,7 +46,7 @@ _SEND_RUNS = send_codec is not None  # ServerProtocol.take_sends can give anythi
 
 
 class ServerCnx(asyncio.Protocol):
-    def __init__(self, service: BrokerService, tls: bool = False) -> None:
+    def __init__(self, service: ConnectionBroker, tls: bool = False) -> None:
         self.service = service
         self.tls = tls  # accepted on the pulsar+ssl:// listener
         # who the client is (None: authentication off); set before CONNECTED is sent

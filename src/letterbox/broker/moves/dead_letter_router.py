@@ -35,8 +35,8 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.topic_broker import TopicBroker
     from letterbox.storage.entry import Entry
 
 log = logging.getLogger("letterbox.dlq")
@@ -156,7 +156,7 @@ async def move_to_dead_letter(
     return moved
 
 
-def _refuse_terminated(service: BrokerService, target: TopicName) -> None:
+def _refuse_terminated(service: TopicBroker, target: TopicName) -> None:
     """A terminated dead letter topic takes nothing (Pulsar's DLQ producer gets TopicTerminated):
     NotAllowed naming it, before anything is written."""
     why = terminated_refusal(service, target, "dead letter topic")

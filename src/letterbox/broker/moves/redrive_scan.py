@@ -38,8 +38,8 @@ from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.topics.topic_broker import TopicBroker
 
 
 class NotDeadLetterTopic(NotAllowed):
@@ -82,7 +82,7 @@ def check_dead_letter_topic(topic: PersistentTopic) -> None:
 
 
 def sub_target(dl: DeadLetter, req: RedriveRequest, dlq: TopicName,
-               service: BrokerService) -> SubscriptionTarget | str:
+               service: TopicBroker) -> SubscriptionTarget | str:
     """Subscription-only: where `dl` goes back to, or why it cannot."""
     found = subscription_target(service, dl, dlq)
     if isinstance(found, str):

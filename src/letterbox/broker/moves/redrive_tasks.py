@@ -34,8 +34,8 @@ from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.topics.topic_broker import TopicBroker
     from letterbox.storage.transaction import Transaction
 
 log = logging.getLogger("letterbox")
@@ -150,7 +150,7 @@ class _Progress:
 class RedriveTasks:
     """The broker's redrive tasks (service.redrive_tasks)."""
 
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: TopicBroker) -> None:
         self.service = service
         self._live: dict[str, RedriveTask] = {}  # running tasks
         self._ended: OrderedDict[str, RedriveTask] = OrderedDict()  # recent in-request tasks

@@ -28,8 +28,8 @@ from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.consumer import Consumer
+    from letterbox.broker.topics.topic_broker import TopicBroker
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
     from letterbox.storage.ops import WriteOp
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 class Topic:
     """What both topic kinds share: producers and their access modes."""
 
-    def __init__(self, service: BrokerService, name: TopicName) -> None:
+    def __init__(self, service: TopicBroker, name: TopicName) -> None:
         self.service = service
         self.name = name
         self.producers: list[Producer] = []
@@ -151,7 +151,7 @@ class Topic:
 
 
 class PersistentTopic(Topic):
-    def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
+    def __init__(self, service: TopicBroker, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
         self.terminated = topic_termination.load(service.store, name)
@@ -270,7 +270,7 @@ class PersistentTopic(Topic):
 class NonPersistentTopic(Topic):
     """No storage: a message goes to a consumer with permits right away or is dropped."""
 
-    def __init__(self, service: BrokerService, name: TopicName, ledger_id: int) -> None:
+    def __init__(self, service: TopicBroker, name: TopicName, ledger_id: int) -> None:
         super().__init__(service, name)
         self.ledger_id = ledger_id
         self._next_entry = 0

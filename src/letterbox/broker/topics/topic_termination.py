@@ -21,10 +21,10 @@ from letterbox.protocol import commands
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.subscription import Subscription
     from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.topics.topic_broker import TopicBroker
     from letterbox.storage.store import Store
     from letterbox.topic_name import TopicName
 
@@ -62,7 +62,7 @@ def refuse_producer(topic: object) -> None:
         raise TopicTerminated(f"Topic {getattr(topic, 'name', '')} was already terminated")
 
 
-async def terminate(service: BrokerService, topic: PersistentTopic) -> Position:
+async def terminate(service: TopicBroker, topic: PersistentTopic) -> Position:
     """Terminate `topic` (idempotent): refuse further appends, wait for the appends already
     reserved to be durable, store the last position, close the producers (their reconnect
     is refused with TopicTerminatedError) and tell caught-up consumers the end was reached."""
