@@ -12,7 +12,7 @@ from letterbox.broker.compaction.compaction_entries import compacted_out_mask, k
 from letterbox.storage.ack_ranges import to_ack_set_words
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.compaction.compacted_topic import Subscription
     from letterbox.storage.entry import Entry
 
 

@@ -29,8 +29,7 @@ from letterbox.storage.compaction import CompactedHorizon, CompactedViews
 from letterbox.storage.entry import Entry
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.compaction.compacted_topic import CompactedTopic, CompactionBroker
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,7 @@ class CompactionInProgress(Exception):
 
 
 class Compactor:
-    def __init__(self, service: TopicBroker) -> None:
+    def __init__(self, service: CompactionBroker) -> None:
         self.service = service
         self.views = CompactedViews(service.store)
         self._status: dict[str, tuple[str, str | None]] = {}
@@ -59,7 +58,7 @@ class Compactor:
     def running(self, topic: str) -> bool:
         return topic in self._running
 
-    def trigger(self, topic: PersistentTopic) -> None:
+    def trigger(self, topic: CompactedTopic) -> None:
         """Start a run in the background; CompactionInProgress if one runs already."""
         name = str(topic.name)
         if name in self._running:
@@ -68,7 +67,7 @@ class Compactor:
         task = asyncio.get_running_loop().create_task(self._run(topic))
         self._running[name] = task
 
-    async def _run(self, topic: PersistentTopic) -> None:
+    async def _run(self, topic: CompactedTopic) -> None:
         name = str(topic.name)
         try:
             view = await self.compact(topic)
@@ -95,7 +94,7 @@ class Compactor:
 
     # ---- the run ----
 
-    async def compact(self, topic: PersistentTopic) -> CompactedHorizon:
+    async def compact(self, topic: CompactedTopic) -> CompactedHorizon:
         ledger = topic.ledger
         lid = ledger.ledger_id
         chunk = self.service.config.compaction_chunk_entries
@@ -140,7 +139,7 @@ class Compactor:
         return view
 
     async def _sources(
-        self, topic: PersistentTopic, old: CompactedHorizon | None, horizon: int, chunk: int
+        self, topic: CompactedTopic, old: CompactedHorizon | None, horizon: int, chunk: int
     ) -> AsyncIterator[list[Entry]]:
         """The view in force, then the ledger after its horizon up to `horizon`, in chunks."""
         ledger = topic.ledger
@@ -182,11 +181,9 @@ class Compactor:
     def _check_thresholds(self) -> None:
         """Compact every loaded topic whose backlog after the compaction horizon passed its
         namespace's compactionThreshold (bytes; 0 or unset: off)."""
-        from letterbox.broker.topics.topic import PersistentTopic
-
         try:
-            for topic in list(self.service.topics.values()):
-                if not isinstance(topic, PersistentTopic) or self.running(str(topic.name)):
+            for topic in self.service.loaded_persistent_topics():
+                if self.running(str(topic.name)):
                     continue
                 threshold = self.threshold(topic.name.namespace_name)
                 if threshold <= 0:

@@ -44,7 +44,7 @@ from letterbox.errors import IncompatibleSchema, NotAllowed
 from letterbox.protocol import pb
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker.schemas.schema_broker import SchemaBroker
     from letterbox.topic_name import TopicName
 
 log = logging.getLogger("letterbox.schemas")
@@ -126,7 +126,7 @@ class _TopicSchemas:
 
 
 class SchemaRegistry:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: SchemaBroker) -> None:
         self.service = service
         self._topics: dict[str, _TopicSchemas] = {}
 
