@@ -19,13 +19,13 @@ from letterbox.broker.compaction.compactor import Compactor
 from letterbox.broker.connection.connection_guard import ConnectionLimiter
 from letterbox.broker.connection.flow_control import PublishBuffer
 from letterbox.broker.moves.redrive_tasks import RedriveTasks
+from letterbox.broker.policies import termination_record
 from letterbox.broker.policies.default_namespace import namespace_exists, seed_defaults
 from letterbox.broker.policies.namespace_limits import check_new_topic
 from letterbox.broker.policies.namespace_policies import NamespacePolicyCache
 from letterbox.broker.policies.topic_policies import auto_creation_allowed, forget_topic_policies
 from letterbox.broker.redelivery.dead_letter_rate import DeadLetterRate
 from letterbox.broker.schemas.schema_registry import SchemaRegistry
-from letterbox.broker.topics import topic_termination
 from letterbox.broker.topics.inactive_topics import InactiveTopicMonitor
 from letterbox.broker.topics.message_expiry import MessageExpiryMonitor
 from letterbox.broker.topics.topic import (
@@ -368,7 +368,7 @@ class BrokerService:
             if ledger is not None:
                 await self.compactor.topic_deleted(key, ledger.ledger_id)
             await self.store.delete_ledger(key)
-            await topic_termination.forget(self.store, name)
+            await termination_record.forget(self.store, name)
         await forget_topic_policies(self, name)
 
     async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from letterbox.broker.topics import topic_termination
+from letterbox.broker.policies import termination_record
 from letterbox.errors import InvalidTopicName, LetterboxError, NotAllowed, TopicNotFound
 from letterbox.failure import TopicRole, topic_role
 from letterbox.failure.naming import DLQ_SUFFIX, partitioned_parent
@@ -111,12 +111,12 @@ def subscription_target(service: TopicBroker, dl: DeadLetter, dlq: TopicName) ->
 
 
 def is_terminated(service: TopicBroker, name: TopicName) -> bool:
-    """Whether `name` was terminated (broker/topic_termination.py): it takes no more messages,
+    """Whether `name` was terminated (policies/termination_record.py): it takes no more messages,
     from a producer or a redrive."""
     loaded = service.topics.get(str(name))
     if loaded is not None:
         return getattr(loaded, "terminated", None) is not None
-    return topic_termination.load(service.store, name) is not None
+    return termination_record.load(service.store, name) is not None
 
 
 def terminated_refusal(service: TopicBroker, name: TopicName, what: str) -> str | None:

@@ -9,8 +9,9 @@ import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
+from letterbox.broker.policies import termination_record
 from letterbox.broker.policies.topic_policies import TopicLimits, limits_for
-from letterbox.broker.topics import backlog_quota, topic_termination
+from letterbox.broker.topics import backlog_quota
 from letterbox.broker.topics.dispatchers import make_dispatcher
 from letterbox.broker.topics.memory_cursor import MemoryCursor
 from letterbox.broker.topics.producer import (
@@ -50,7 +51,7 @@ class Topic:
         self.schema: bytes | None = None
         # raised each time an exclusive producer takes the topic (kept in memory only)
         self.topic_epoch: int | None = None
-        # the last position of a terminated topic (broker/topic_termination.py), else None
+        # the last position of a terminated topic (topics/topic_termination.py), else None
         self.terminated: Position | None = None
         # namespace limits (broker/topic_policies.py); a persistent topic refreshes them
         self.limits: TopicLimits = limits_for(service, name)
@@ -154,7 +155,7 @@ class PersistentTopic(Topic):
     def __init__(self, service: TopicBroker, name: TopicName, ledger: ManagedLedger) -> None:
         super().__init__(service, name)
         self.ledger = ledger
-        self.terminated = topic_termination.load(service.store, name)
+        self.terminated = termination_record.load(service.store, name)
         self.refresh_policies()
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():

@@ -4,7 +4,7 @@
 # with the same code -- and every subscription that has acknowledged all of
 # it tells its consumers REACHED_END_OF_TOPIC (as Pulsar: only once nothing is
 # left in the backlog). The last message id is fixed at termination and stored
-# as metadata under TERMINATED_KEY + topic name, so the state survives a
+# as metadata (policies/termination_record.py), so the state survives a
 # restart; deleting the topic forgets it.
 # Invariants: `topic.terminated` is None or the position of the last entry the
 # topic will ever hold (entry -1 for a topic terminated empty); it is set
@@ -16,6 +16,7 @@ import json
 import weakref
 from typing import TYPE_CHECKING
 
+from letterbox.broker.policies.termination_record import TERMINATED_KEY
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import commands
 from letterbox.storage.position import Position
@@ -25,10 +26,7 @@ if TYPE_CHECKING:
     from letterbox.broker.topics.subscription import Subscription
     from letterbox.broker.topics.topic import PersistentTopic
     from letterbox.broker.topics.topic_broker import TopicBroker
-    from letterbox.storage.store import Store
-    from letterbox.topic_name import TopicName
 
-TERMINATED_KEY = "topic-terminated:"
 # Clients built on the C++ library (the Python one included) have no handler for
 # REACHED_END_OF_TOPIC: they log "Received invalid message from server" and drop the
 # connection, so they are not sent it (their consumers see no more messages; a reader's
@@ -41,19 +39,6 @@ _told: weakref.WeakSet[Consumer] = weakref.WeakSet()
 
 class TopicTerminated(LetterboxError):
     code = ServerError.TopicTerminatedError
-
-
-def load(store: Store, name: TopicName) -> Position | None:
-    raw = store.get_metadata(TERMINATED_KEY + str(name))
-    if raw is None:
-        return None
-    data = json.loads(raw)
-    return Position(int(data["ledgerId"]), int(data["entryId"]))
-
-
-async def forget(store: Store, name: TopicName) -> None:
-    if store.get_metadata(TERMINATED_KEY + str(name)) is not None:
-        await store.put_metadata(TERMINATED_KEY + str(name), None)
 
 
 def refuse_producer(topic: object) -> None:
