@@ -22,7 +22,6 @@ GENERATED = {"protocol/pulsar_api_pb2.py"}
 # > redelivery > moves > (schemas, compaction) > policies, each type-only unless said. They are
 # left out of the circle check below. Empty this list, don't grow it.
 BROKER_BACK_EDGES_ALLOWED: dict[tuple[str, str], str] = {
-    ("moves", "topics"): "PersistentTopic and Subscription",
     ("redelivery", "topics"): "Subscription, Consumer",
 }
 # What may use the broker only through letterbox.broker (its __init__, the face).

@@ -17,10 +17,10 @@ from letterbox.broker.moves.redrive_scan import check_dead_letter_topic, count_m
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.moves.move_ends import MovedTopic
 
 
-async def purge(topic: PersistentTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
+async def purge(topic: MovedTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
     """Mark matching dead letters handled, in one transaction; how many (would be) purged."""
     async with dlq_lock(topic):
         check_dead_letter_topic(topic)

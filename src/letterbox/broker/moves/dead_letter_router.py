@@ -35,8 +35,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.moves.move_ends import MovedSubscription, MovesBroker
     from letterbox.storage.entry import Entry
 
 log = logging.getLogger("letterbox.dlq")
@@ -51,7 +50,7 @@ def dead_letter_topic_name(source: TopicName, subscription: str, configured: str
 
 
 def dead_letter_stamps(
-    sub: Subscription,
+    sub: MovedSubscription,
     entry_id: int,
     reason: str,
     description: str | None,
@@ -71,7 +70,7 @@ def dead_letter_stamps(
 
 
 async def move_to_dead_letter(
-    sub: Subscription,
+    sub: MovedSubscription,
     entry_ids: list[int],
     reason: str,
     dlq_topic: str | None,
@@ -156,7 +155,7 @@ async def move_to_dead_letter(
     return moved
 
 
-def _refuse_terminated(service: TopicBroker, target: TopicName) -> None:
+def _refuse_terminated(service: MovesBroker, target: TopicName) -> None:
     """A terminated dead letter topic takes nothing (Pulsar's DLQ producer gets TopicTerminated):
     NotAllowed naming it, before anything is written."""
     why = terminated_refusal(service, target, "dead letter topic")

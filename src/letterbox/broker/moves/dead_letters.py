@@ -45,8 +45,7 @@ from letterbox.protocol.compression import (
 from letterbox.protocol.message_check import needs_expanding, opaque
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Cursor, Subscription
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.moves.move_ends import MoveCursor, MovedSubscription, MovedTopic
     from letterbox.storage.entry import Entry
 
 NO_REASON = "unspecified"
@@ -116,7 +115,7 @@ class DeadLetterFilter:
         return True
 
 
-def handled_subscription(topic: PersistentTopic, create: bool) -> Subscription | None:
+def handled_subscription(topic: MovedTopic, create: bool) -> MovedSubscription | None:
     sub = topic.subscriptions.get(HANDLED_SUBSCRIPTION)
     if sub is None and create:
         sub = topic.subscription_for(HANDLED_SUBSCRIPTION, True, "earliest", None)
@@ -189,7 +188,7 @@ def _single(ledger_id: int, entry_id: int, partition: int, index: int, size: int
     )
 
 
-def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
+def live_dead_letters(topic: MovedTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
     """Messages of the topic not yet redriven or purged, in order, from `start_entry`."""
     partition = topic.name.partition_index
     limit = topic.service.config.max_message_size
@@ -197,7 +196,7 @@ def live_dead_letters(topic: PersistentTopic, start_entry: int = 0) -> Iterator[
         yield from entry_messages(entry, partition, skip, limit)
 
 
-async def live_dead_letters_async(topic: PersistentTopic, start_entry: int = 0,
+async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
                                   only_ids: frozenset[str] | None = None,
                                   containing: bytes | None = None) -> AsyncGenerator[DeadLetter, None]:
     """live_dead_letters for the admin views and the redrive's scans: an entry that
@@ -239,7 +238,7 @@ def _plain_properties(meta: pb.MessageMetadata) -> bool:
     return meta.compression == pb.NONE and not opaque(meta)
 
 
-def _walk_start(topic: PersistentTopic, start_entry: int) -> tuple[Cursor | None, int]:
+def _walk_start(topic: MovedTopic, start_entry: int) -> tuple[MoveCursor | None, int]:
     """The handled subscription's cursor (None before any redrive or purge) and the first
     entry id a walk of the topic's live dead letters from `start_entry` can find."""
     sub = handled_subscription(topic, create=False)
@@ -250,7 +249,7 @@ def _walk_start(topic: PersistentTopic, start_entry: int) -> tuple[Cursor | None
     return cursor, first
 
 
-def _named_entries(topic: PersistentTopic, start_entry: int, ids: frozenset[str]
+def _named_entries(topic: MovedTopic, start_entry: int, ids: frozenset[str]
                    ) -> Iterator[tuple[Entry, frozenset[int]]]:
     """_live_entries restricted to the entries of this topic's ledger that `ids` name."""
     cursor, first = _walk_start(topic, start_entry)
@@ -268,7 +267,7 @@ def _named_entries(topic: PersistentTopic, start_entry: int, ids: frozenset[str]
             yield entries[0], cursor.acked_indexes(eid) if cursor is not None else frozenset()
 
 
-def _live_entries(topic: PersistentTopic, start_entry: int) -> Iterator[tuple[Entry, frozenset[int]]]:
+def _live_entries(topic: MovedTopic, start_entry: int) -> Iterator[tuple[Entry, frozenset[int]]]:
     """Entries of the topic not wholly redriven or purged, with their handled batch indexes."""
     cursor, eid = _walk_start(topic, start_entry)
     ledger = topic.ledger
@@ -284,14 +283,14 @@ def _live_entries(topic: PersistentTopic, start_entry: int) -> Iterator[tuple[En
         eid = entries[-1].position.entry_id + 1
 
 
-def is_dead_letter_topic(topic: PersistentTopic) -> bool:
+def is_dead_letter_topic(topic: MovedTopic) -> bool:
     if topic_role(str(topic.name)) is TopicRole.DEAD_LETTER:
         return True
     first = next(live_dead_letters(topic), None)
     return first is not None and DEAD_LETTER_REASON in first.properties
 
 
-def summary(topic: PersistentTopic) -> dict[str, object]:
+def summary(topic: MovedTopic) -> dict[str, object]:
     by_reason: dict[str, int] = {}
     sources: dict[str, int] = {}
     total = 0
@@ -303,7 +302,7 @@ def summary(topic: PersistentTopic) -> dict[str, object]:
     return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
 
 
-async def summary_async(topic: PersistentTopic) -> dict[str, object] | None:
+async def summary_async(topic: MovedTopic) -> dict[str, object] | None:
     """summary() of a dead letter topic for the admin view (large entries opened off the
     event loop); None when the topic is not a dead letter topic."""
     by_reason: dict[str, int] = {}

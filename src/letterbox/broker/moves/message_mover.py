@@ -32,7 +32,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.moves.move_ends import MovedSubscription
 
 log = logging.getLogger("letterbox.move")
 
@@ -55,7 +55,7 @@ class MoveResult:
     message_id: str | None = None  # the message's id in the target topic
 
 
-async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
+async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
     """Append message `req.entry_id`/`req.batch_index` of `sub` to `req.target` and
     acknowledge it in `sub`, in one transaction. An acknowledged message is not moved.
     Nothing changes in memory unless the transaction committed; if it failed, the message
@@ -132,7 +132,7 @@ async def move_message(sub: Subscription, req: MoveRequest) -> MoveResult:
     return MoveResult(moved=True, message_id=new_id)
 
 
-def _refuse_terminated(sub: Subscription, target: TopicName) -> None:
+def _refuse_terminated(sub: MovedSubscription, target: TopicName) -> None:
     """A terminated target takes nothing (a producer would get TopicTerminated): NotAllowed
     naming it, and the message stays unacknowledged in `sub`."""
     why = terminated_refusal(sub.topic.service, target, "move target")

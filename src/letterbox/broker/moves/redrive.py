@@ -64,7 +64,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.moves.move_ends import MovedTopic
     from letterbox.clock import Clock
     from letterbox.storage.transaction import Transaction
 
@@ -97,7 +97,7 @@ class RedriveResult:
     cancelled: bool = False
 
 
-async def check(topic: PersistentTopic, req: RedriveRequest) -> Survey:
+async def check(topic: MovedTopic, req: RedriveRequest) -> Survey:
     """Refuse a redrive that cannot run (see the header), before anything is created;
     what it matches and would move now (one scan of the DLQ)."""
     async with dlq_lock(topic):
@@ -108,13 +108,13 @@ async def check(topic: PersistentTopic, req: RedriveRequest) -> Survey:
         return found
 
 
-async def remaining(topic: PersistentTopic, req: RedriveRequest) -> Survey:
+async def remaining(topic: MovedTopic, req: RedriveRequest) -> Survey:
     """What `req` would still move (and match) now."""
     async with dlq_lock(topic):
         return await survey(topic, req)
 
 
-async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
+async def redrive(topic: MovedTopic, req: RedriveRequest) -> RedriveResult:
     stop = claim(topic)
     try:
         matched = (await check(topic, req)).redrivable
@@ -128,14 +128,14 @@ async def redrive(topic: PersistentTopic, req: RedriveRequest) -> RedriveResult:
         release(topic)
 
 
-async def run(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event,
+async def run(topic: MovedTopic, req: RedriveRequest, stop: asyncio.Event,
               progress: ChunkProgress | None = None, resume: int = 0) -> tuple[int, int]:
     """Move chunk by chunk (the caller holds claim()); (moved, redrivable remaining)."""
     moved = await _move_chunks(topic, req, stop, progress, resume)
     return moved, (await remaining(topic, req)).redrivable
 
 
-async def _move_chunks(topic: PersistentTopic, req: RedriveRequest, stop: asyncio.Event,
+async def _move_chunks(topic: MovedTopic, req: RedriveRequest, stop: asyncio.Event,
                        progress: ChunkProgress | None, resume: int) -> int:
     """Move matching messages chunk by chunk until done, the budget is spent or
     `stop` is set; the lock is held per chunk, never across a rate pause."""
@@ -169,7 +169,7 @@ async def _pause(clock: Clock, stop: asyncio.Event, seconds: float) -> None:
         pause.cancel()
 
 
-async def _select(topic: PersistentTopic, req: RedriveRequest, size: int, resume: int
+async def _select(topic: MovedTopic, req: RedriveRequest, size: int, resume: int
                   ) -> list[tuple[DeadLetter, TopicName, SubscriptionTarget | None]]:
     """Up to `size` movable messages from entry `resume` on, each with its target decided once."""
     out: list[tuple[DeadLetter, TopicName, SubscriptionTarget | None]] = []
@@ -181,7 +181,7 @@ async def _select(topic: PersistentTopic, req: RedriveRequest, size: int, resume
     return out
 
 
-async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int,
+async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
                           resume: int, progress: ChunkProgress | None) -> tuple[int, int]:
     """Append up to `size` matching messages from entry `resume` on to their
     targets and mark them handled, in one transaction: (count, next resume).
@@ -195,7 +195,7 @@ async def _move_one_chunk(topic: PersistentTopic, req: RedriveRequest, size: int
         chunk = await _select(topic, req, size, resume)
         if not chunk:
             return 0, resume
-        targets: dict[str, PersistentTopic] = {}
+        targets: dict[str, MovedTopic] = {}
         others: dict[tuple[str, str], list[ManagedCursor]] = {}
         for _dl, name, sub in chunk:
             if str(name) not in targets:

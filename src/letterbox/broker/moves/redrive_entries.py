@@ -17,7 +17,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.dead_letters import DeadLetter
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.moves.move_ends import MovedTopic
     from letterbox.storage.transaction import Transaction
 
 
@@ -42,7 +42,7 @@ class Mark(NamedTuple):
     batch_size: int
 
 
-def handled_cursor(topic: PersistentTopic) -> ManagedCursor:
+def handled_cursor(topic: MovedTopic) -> ManagedCursor:
     """The DLQ's internal cursor of handled marks (created on first use)."""
     sub = handled_subscription(topic, create=True)
     assert sub is not None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from letterbox.errors import LetterboxError, ServerError
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
+    from letterbox.broker.moves.move_ends import MovedTopic
 
 _locks: dict[str, tuple[asyncio.Lock, int]] = {}  # DLQ name -> (lock, holders + waiters)
 _running: dict[str, asyncio.Event] = {}  # DLQ name -> set to cancel its redrive
@@ -25,7 +25,7 @@ class RedriveRunning(LetterboxError):
 
 
 @contextlib.asynccontextmanager
-async def dlq_lock(topic: PersistentTopic) -> AsyncIterator[None]:
+async def dlq_lock(topic: MovedTopic) -> AsyncIterator[None]:
     """Hold the DLQ's lock; the lock is forgotten once nobody holds or waits for it."""
     key = str(topic.name)
     lock, users = _locks.get(key) or (asyncio.Lock(), 0)
@@ -47,7 +47,7 @@ def redrive_running(dlq_name: str) -> bool:
     return dlq_name in _running
 
 
-def cancel_redrive(topic: PersistentTopic) -> bool:
+def cancel_redrive(topic: MovedTopic) -> bool:
     """Ask the redrive running on `topic` to stop; False when none runs."""
     stop = _running.get(str(topic.name))
     if stop is None:
@@ -56,7 +56,7 @@ def cancel_redrive(topic: PersistentTopic) -> bool:
     return True
 
 
-def claim(topic: PersistentTopic) -> asyncio.Event:
+def claim(topic: MovedTopic) -> asyncio.Event:
     """Become THE redrive of `topic` (RedriveRunning if one runs): its stop event."""
     key = str(topic.name)
     if key in _running:
@@ -65,5 +65,5 @@ def claim(topic: PersistentTopic) -> asyncio.Event:
     return stop
 
 
-def release(topic: PersistentTopic) -> None:
+def release(topic: MovedTopic) -> None:
     _running.pop(str(topic.name), None)

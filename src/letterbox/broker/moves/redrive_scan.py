@@ -38,8 +38,7 @@ from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.moves.move_ends import MovedTopic, MovesBroker
 
 
 class NotDeadLetterTopic(NotAllowed):
@@ -70,7 +69,7 @@ class Survey:
     problems: dict[str, int] = field(default_factory=dict)  # subscription-only: why not, how many
 
 
-def check_dead_letter_topic(topic: PersistentTopic) -> None:
+def check_dead_letter_topic(topic: MovedTopic) -> None:
     """Raise NotDeadLetterTopic for a topic that holds messages and is not a
     dead letter topic (an empty topic has nothing to move and passes)."""
     if is_dead_letter_topic(topic) or next(live_dead_letters(topic), None) is None:
@@ -82,7 +81,7 @@ def check_dead_letter_topic(topic: PersistentTopic) -> None:
 
 
 def sub_target(dl: DeadLetter, req: RedriveRequest, dlq: TopicName,
-               service: TopicBroker) -> SubscriptionTarget | str:
+               service: MovesBroker) -> SubscriptionTarget | str:
     """Subscription-only: where `dl` goes back to, or why it cannot."""
     found = subscription_target(service, dl, dlq)
     if isinstance(found, str):
@@ -105,7 +104,7 @@ def target_of(dl: DeadLetter, req: RedriveRequest) -> TopicName | None:
     return target
 
 
-async def matching(topic: PersistentTopic, flt: DeadLetterFilter, start: int = 0) -> AsyncGenerator[DeadLetter, None]:
+async def matching(topic: MovedTopic, flt: DeadLetterFilter, start: int = 0) -> AsyncGenerator[DeadLetter, None]:
     """Live dead letters matching `flt` from entry `start` on (the loop is given back as it goes);
     with message ids in the filter only the entries they name are read."""
     async with contextlib.aclosing(live_dead_letters_async(topic, start, flt.message_ids)) as letters:
@@ -114,7 +113,7 @@ async def matching(topic: PersistentTopic, flt: DeadLetterFilter, start: int = 0
                 yield dl
 
 
-async def movable(topic: PersistentTopic, req: RedriveRequest, start: int = 0
+async def movable(topic: MovedTopic, req: RedriveRequest, start: int = 0
                   ) -> AsyncGenerator[tuple[DeadLetter, TopicName, SubscriptionTarget | None], None]:
     """The dead letters `req` moves, from entry `start` on, each with its target decided once."""
     async with contextlib.aclosing(matching(topic, req.filter, start)) as letters:
@@ -131,7 +130,7 @@ async def movable(topic: PersistentTopic, req: RedriveRequest, start: int = 0
                     yield dl, name, None
 
 
-async def survey(topic: PersistentTopic, req: RedriveRequest) -> Survey:
+async def survey(topic: MovedTopic, req: RedriveRequest) -> Survey:
     """Count, in one pass, what `req` matches and would move now, with the targets (plain)
     or the reasons a message cannot go back to its subscription (subscription-only)."""
     out = Survey()
@@ -154,7 +153,7 @@ async def survey(topic: PersistentTopic, req: RedriveRequest) -> Survey:
     return out
 
 
-async def count_matching(topic: PersistentTopic, flt: DeadLetterFilter) -> int:
+async def count_matching(topic: MovedTopic, flt: DeadLetterFilter) -> int:
     """Live dead letters matching `flt`, movable or not."""
     count = 0
     async with contextlib.aclosing(matching(topic, flt)) as letters:
@@ -163,7 +162,7 @@ async def count_matching(topic: PersistentTopic, flt: DeadLetterFilter) -> int:
     return count
 
 
-def check_targets(topic: PersistentTopic, req: RedriveRequest, found: Survey) -> None:
+def check_targets(topic: MovedTopic, req: RedriveRequest, found: Survey) -> None:
     """Refuse a redrive whose targets cannot take its messages: every target another
     persistent topic in a namespace that exists; subscription-only, every matching
     message's subscription exists (redrive_targets.check_subscription_only)."""

@@ -33,8 +33,7 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.dead_letters import DeadLetter
-    from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.moves.move_ends import MovedTopic, MovesBroker
 
 
 class SubscriptionGone(TopicNotFound):
@@ -80,7 +79,7 @@ def _origin_partition(dl: DeadLetter) -> int | None:
         return None
 
 
-def subscription_target(service: TopicBroker, dl: DeadLetter, dlq: TopicName) -> SubscriptionTarget | str:
+def subscription_target(service: MovesBroker, dl: DeadLetter, dlq: TopicName) -> SubscriptionTarget | str:
     """Where `dl` goes back to, or why it cannot (a sentence naming what is missing)."""
     real = _real_topic(dl)
     if real is None:
@@ -110,7 +109,7 @@ def subscription_target(service: TopicBroker, dl: DeadLetter, dlq: TopicName) ->
     return SubscriptionTarget(real, sub)
 
 
-def is_terminated(service: TopicBroker, name: TopicName) -> bool:
+def is_terminated(service: MovesBroker, name: TopicName) -> bool:
     """Whether `name` was terminated (policies/termination_record.py): it takes no more messages,
     from a producer or a redrive."""
     loaded = service.topics.get(str(name))
@@ -119,7 +118,7 @@ def is_terminated(service: TopicBroker, name: TopicName) -> bool:
     return termination_record.load(service.store, name) is not None
 
 
-def terminated_refusal(service: TopicBroker, name: TopicName, what: str) -> str | None:
+def terminated_refusal(service: MovesBroker, name: TopicName, what: str) -> str | None:
     """Why nothing may be appended to `name` (`what` names its role: redrive target, dead letter
     topic, move target), or None: a terminated topic takes no more messages, as from a producer
     (TopicTerminated). Shared by redrive and the broker-side moves (dead letters, retries)."""
@@ -128,7 +127,7 @@ def terminated_refusal(service: TopicBroker, name: TopicName, what: str) -> str 
     return None
 
 
-def target_refusal(service: TopicBroker, name: TopicName) -> str | None:
+def target_refusal(service: MovesBroker, name: TopicName) -> str | None:
     """Why a (plain) redrive may not append to `name`, or None: a producer could not either."""
     partitions = service.partitions_of(name)
     if partitions > 0:
@@ -137,12 +136,12 @@ def target_refusal(service: TopicBroker, name: TopicName) -> str | None:
     return terminated_refusal(service, name, "redrive target")
 
 
-def target_topic(service: TopicBroker, target: SubscriptionTarget) -> PersistentTopic:
+def target_topic(service: MovesBroker, target: SubscriptionTarget) -> MovedTopic:
     """The loaded source topic of `target` (never created: it exists)."""
     return service.persistent_topic(target.topic, create=False)
 
 
-def other_cursors(topic: PersistentTopic, subscription: str) -> list[ManagedCursor]:
+def other_cursors(topic: MovedTopic, subscription: str) -> list[ManagedCursor]:
     """Every durable cursor of `topic` but `subscription`'s, in a fixed (name) order:
     the cursors a subscription-only redrive acknowledges its new entry on."""
     cursors = topic.ledger.cursors()

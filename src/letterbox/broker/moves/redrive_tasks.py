@@ -34,8 +34,7 @@ from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.moves.move_ends import MovedTopic, MovesBroker
     from letterbox.storage.transaction import Transaction
 
 log = logging.getLogger("letterbox")
@@ -150,7 +149,7 @@ class _Progress:
 class RedriveTasks:
     """The broker's redrive tasks (service.redrive_tasks)."""
 
-    def __init__(self, service: TopicBroker) -> None:
+    def __init__(self, service: MovesBroker) -> None:
         self.service = service
         self._live: dict[str, RedriveTask] = {}  # running tasks
         self._ended: OrderedDict[str, RedriveTask] = OrderedDict()  # recent in-request tasks
@@ -177,7 +176,7 @@ class RedriveTasks:
 
     # ---- starting and running ----
 
-    async def start(self, topic: PersistentTopic, req: rd.RedriveRequest, role: str | None,
+    async def start(self, topic: MovedTopic, req: rd.RedriveRequest, role: str | None,
                     background: bool) -> RedriveTask:
         """Check and start a redrive of `topic` as a task: in the background (persistent,
         resumed after a restart) or inside this call (returns once it ended)."""
@@ -204,14 +203,14 @@ class RedriveTasks:
                 raise
         return task
 
-    def _launch(self, task: RedriveTask, topic: PersistentTopic, req: rd.RedriveRequest) -> asyncio.Future[None]:
+    def _launch(self, task: RedriveTask, topic: MovedTopic, req: rd.RedriveRequest) -> asyncio.Future[None]:
         self._live[task.id] = task
         run = asyncio.ensure_future(self._run(task, topic, req))
         self._runs[task.id] = run
         self.service.track(run)
         return run
 
-    async def _run(self, task: RedriveTask, topic: PersistentTopic, req: rd.RedriveRequest) -> None:
+    async def _run(self, task: RedriveTask, topic: MovedTopic, req: rd.RedriveRequest) -> None:
         state, error, remaining = FINISHED, None, None
         try:
             if task.matched < 0:  # resumed at start: counted here, not in the start-up's loop turn

@@ -14,16 +14,13 @@ if TYPE_CHECKING:
     import asyncio
 
     from letterbox.broker.compaction.compactor import Compactor
+    from letterbox.broker.moves.move_ends import DeadLetterCounts
     from letterbox.broker.schemas.schema_registry import SchemaRegistry
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.topic import PersistentTopic, Topic
     from letterbox.security.authorization import AuthorizationService
     from letterbox.storage.transaction import PendingAppend
     from letterbox.topic_name import TopicName
-
-
-class DeadLetterCounts(Protocol):
-    def dead_lettered(self, reason: str, messages: int, topic: str = "", subscription: str = "") -> None: ...
 
 
 class TopicBroker(PolicyBroker, Protocol):
