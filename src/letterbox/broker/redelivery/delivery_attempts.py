@@ -37,8 +37,7 @@ from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES
 from letterbox.message_properties import REASON_EXPIRED, REASON_TERMINATED
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.redelivery.tracked import TrackedConsumer, TrackedSubscription
 
 MAX_ANNOUNCED = 10_000
 # the attempt a dead-letter move of this reason ends with (max-redeliveries: the
@@ -47,7 +46,7 @@ _FINAL_ENDING = {REASON_TERMINATED: TERMINATED, REASON_EXPIRED: EXPIRED}
 
 
 class DeliveryAttempts:
-    def __init__(self, sub: Subscription) -> None:
+    def __init__(self, sub: TrackedSubscription) -> None:
         self.sub = sub
         self._announced: dict[int, tuple[str, str | None]] = {}  # entry id -> (ending, reason)
 
@@ -60,7 +59,7 @@ class DeliveryAttempts:
             del announced[next(iter(announced))]
         announced[entry_id] = (ending, clip_reason(reason))
 
-    def record(self, entry_ids: list[int], event: Event, consumer: Consumer | None) -> None:
+    def record(self, entry_ids: list[int], event: Event, consumer: TrackedConsumer | None) -> None:
         """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
         sub = self.sub
         cursor = sub.cursor
@@ -110,7 +109,7 @@ class DeliveryAttempts:
         """The reason a client gave for the latest failure of the message that has one."""
         return last_reason(self.attempts(entry_id))
 
-    def holder(self, entry_id: int) -> Consumer | None:
+    def holder(self, entry_id: int) -> TrackedConsumer | None:
         """The consumer the message is delivered to and not yet acknowledged by."""
         for c in self.sub.consumers:
             if entry_id in c.pending:

@@ -17,7 +17,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.redelivery.tracked import TrackedSubscription
     from letterbox.storage.managed_ledger import ManagedLedger
     from letterbox.storage.store import Store
 
@@ -38,7 +38,7 @@ def _block_range(store: Store, ledger: ManagedLedger, block: int) -> tuple[int, 
 
 
 def due_entries(
-    sub: Subscription, cutoff_ms: int, start: int, last: int, limit: int
+    sub: TrackedSubscription, cutoff_ms: int, start: int, last: int, limit: int
 ) -> tuple[list[int], int]:
     """Unacknowledged entries from `start` through `last` published at or before
     `cutoff_ms`, oldest first, at most `limit`; and the entry id to go on from.

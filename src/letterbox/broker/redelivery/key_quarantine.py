@@ -48,7 +48,7 @@ from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.redelivery.tracked import TrackedSubscription
     from letterbox.storage.entry import Entry
     from letterbox.storage.transaction import Transaction
     from letterbox.topic_name import TopicName
@@ -64,7 +64,7 @@ REDELIVER_ALL_HOLD_MS = 250  # uncounted messages of a redeliver-all wait this l
 
 
 class KeyQuarantine:
-    def __init__(self, sub: Subscription) -> None:
+    def __init__(self, sub: TrackedSubscription) -> None:
         self.sub = sub
         self._out: dict[str, int] = {}
         self.out_entries: dict[int, str] = {}  # entry out -> its key (empty: nothing to settle)

@@ -18,7 +18,7 @@ from letterbox import failure
 from letterbox.message_properties import origin_message_id
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.redelivery.tracked import TrackedSubscription
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,14 @@ class PoisonSuspect:
         }
 
 
-def max_redeliveries(sub: Subscription) -> int | None:
+def max_redeliveries(sub: TrackedSubscription) -> int | None:
     """The redeliveries the subscription's dead-letter policy allows, or None."""
     state = failure.DeliveryState(durable=sub.durable, topic_role=sub.topic_role)
     dl = failure.dead_letter_policy_for(state, sub.policy)
     return dl.max_redeliver_count if dl is not None else None
 
 
-def suspect_count(sub: Subscription) -> int:
+def suspect_count(sub: TrackedSubscription) -> int:
     counts = sub.cursor.deliveries.counts
     if not counts:
         return 0
@@ -61,7 +61,7 @@ def suspect_count(sub: Subscription) -> int:
     return sum(1 for n in counts.values() if n * 2 > limit)
 
 
-def suspects(sub: Subscription, limit: int | None = None) -> list[PoisonSuspect]:
+def suspects(sub: TrackedSubscription, limit: int | None = None) -> list[PoisonSuspect]:
     """The suspects, most redelivered first (then in entry order), at most `limit`."""
     top = max_redeliveries(sub)
     deliveries = sub.cursor.deliveries

@@ -34,14 +34,13 @@ from letterbox.storage.entry import UNREAD
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.redelivery.tracked import TrackedConsumer, TrackedSubscription
     from letterbox.failure.attempts import Attempt
     from letterbox.storage.entry import Entry
 
 
 class RedeliveryTracker:
-    def __init__(self, sub: Subscription) -> None:
+    def __init__(self, sub: TrackedSubscription) -> None:
         self.sub = sub
         self.epoch = 0  # bumped by seeks, so late outcomes for old positions are dropped
         self.msg_redelivered = 0
@@ -74,7 +73,7 @@ class RedeliveryTracker:
         return failure.DeliveryState(sub_type=failure.SubscriptionType(sub.sub_type or 0), durable=sub.durable,
                                      topic_role=sub.topic_role)
 
-    def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: Consumer | None = None) -> None:
+    def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: TrackedConsumer | None = None) -> None:
         """Nack, ack timeout or redeliver-all of messages taken off their consumer: one
         decision for the whole request (failure.decide_redeliveries), one record write."""
         self.msg_redelivered += len(entry_ids)
@@ -87,7 +86,7 @@ class RedeliveryTracker:
         cursor.increment_redelivery(entry_ids)
         self._apply(dict(zip(entry_ids, outcomes, strict=True)))
 
-    def consumer_gone(self, entry_id: int, consumer: Consumer | None = None) -> bool:
+    def consumer_gone(self, entry_id: int, consumer: TrackedConsumer | None = None) -> bool:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
         away. True when the message was taken for the dead letter topic; otherwise the
         caller queues it again with the consumer's other pending messages."""
