@@ -296,9 +296,6 @@ class ServerCnx(asyncio.Protocol):
     def handle_pong(self, frame: Frame) -> None:
         return None
 
-    def advertised_url(self) -> str:
-        return self.advertised_urls()[0]
-
     def advertised_urls(self) -> tuple[str, str | None]:
         """pulsar:// and pulsar+ssl:// URLs of this broker (None where that listener is off)."""
         cfg = self.service.config

@@ -98,7 +98,3 @@ class DelayedDeliveryTracker:
         self._buckets.clear()
         self._heap.clear()
         self._head, self._pos, self._head_key, self._n = [], 0, -1, 0
-
-    def memory_bytes(self) -> int:
-        arrays = sum(t.buffer_info()[1] * 16 for t, _ in self._buckets.values())
-        return arrays + 100 * (len(self._head) - self._pos) + 200 * len(self._buckets)

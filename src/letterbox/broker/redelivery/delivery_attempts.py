@@ -89,10 +89,6 @@ class DeliveryAttempts:
             rows.append((eid, (t[1] if t is not None else 0, now, name, address, ending, reason)))
         cursor.add_attempts(rows, limit)
 
-    def forget_announced(self, entry_id: int) -> None:
-        if self._announced:
-            self._announced.pop(entry_id, None)
-
     # --- reading ----------------------------------------------------------------------
     def attempts(self, entry_id: int, batch_index: int | None = None) -> list[Attempt]:
         """The recorded attempts of an unacknowledged message, oldest first ([] for an

@@ -51,9 +51,6 @@ class KeySharedDispatcher(Dispatcher):
         if self._fences:
             self.schedule()
 
-    def fence_of(self, consumer: Consumer) -> int | None:
-        return self._fences.get(consumer)
-
     # --- keys ----------------------------------------------------------------
     def key_hash(self, entry: Entry) -> int:
         eid = entry.position.entry_id

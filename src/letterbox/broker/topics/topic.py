@@ -168,29 +168,13 @@ class PersistentTopic(Topic):
             if sub.consumers:
                 sub.schedule_dispatch()
 
-    def publish(
-        self, producer: Producer, data: bytes, num_messages: int, publish_time: int, sequence_id: int,
-        deliver_at_time: int | None = UNREAD,
-    ) -> asyncio.Future[Position]:
-        self.msg_in += num_messages
-        self.bytes_in += len(data)
-        dedup = self.deduplication_enabled()
-        return self.ledger.append(
-            data,
-            num_messages,
-            publish_time,
-            producer_name=producer.name if dedup else None,
-            sequence_id=sequence_id if dedup else None,
-            deliver_at_time=deliver_at_time,
-        )
-
     def reserve_publish(
         self, producer: Producer, ops: list[WriteOp], data: bytes, num_messages: int, publish_time: int,
         sequence_id: int, deliver_at_time: int | None = UNREAD,
     ) -> int:
-        """publish() with the entry id assigned now (returned) and the append added to `ops`,
+        """Publish an entry: its id is assigned now (returned) and its append added to `ops`,
         stored later with the producer's others of the same pass as one run
-        (ledger.submit_appends; broker/send_batch.py, storage/append_run.py)."""
+        (ledger.submit_appends; connection/send_batch.py, storage/append_run.py)."""
         self.msg_in += num_messages
         self.bytes_in += len(data)
         dedup = self._deduplication
