@@ -58,7 +58,7 @@ TOPIC_FAMILIES = (
     ("pulsar_subscriptions_count", "gauge", "Subscriptions"),
     ("pulsar_consumers_count", "gauge", "Connected consumers"),
 )
-# Pulsar's names added for issue 15 item 7 (same labels as the families above)
+# Pulsar's own topic-level names too (same labels as the families above)
 PULSAR_TOPIC_FAMILIES = (
     ("pulsar_throughput_in", "gauge", "Bytes per second published (1 minute window)"),
     ("pulsar_throughput_out", "gauge", "Bytes per second dispatched (1 minute window)"),

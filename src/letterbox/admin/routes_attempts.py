@@ -1,5 +1,5 @@
-# The delivery attempt log over the admin API (letterbox extension, issue 14
-# items 1 and 2; broker/delivery_attempts.py does the work):
+# The delivery attempt log over the admin API (letterbox extension;
+# broker/redelivery/delivery_attempts.py does the work):
 #
 #   GET  /admin/v2/persistent/{t}/{ns}/{topic}/subscription/{sub}/letterbox/attempts/{messageId}
 #        -> 200 {"topic", "subscription", "messageId", "acknowledged", "redeliveryCount",

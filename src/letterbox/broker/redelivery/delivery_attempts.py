@@ -1,7 +1,7 @@
-# The delivery attempt log of one subscription, broker side (issue 14, items
-# 1 and 2): records an Attempt (letterbox.failure.attempts) for each failure
-# event — nack, ack timeout, redeliver-all, consumer gone — into the cursor's
-# persisted delivery state (storage/attempt_log.py), reads it back, and
+# The delivery attempt log of one subscription, broker side: records an
+# Attempt (letterbox.failure.attempts) for each failure event — nack, ack
+# timeout, redeliver-all, consumer gone — into the cursor's persisted
+# delivery state (storage/attempt_log.py), reads it back, and
 # gives the log a dead letter carries (DELIVERY_ATTEMPTS, failure/stamps.py).
 # The happy path never comes here: a message that is delivered and acked has
 # no log (its ack forgets it, like its count).

@@ -1,5 +1,5 @@
 # Plain runs: the part of a dispatch round that sends many entries to one consumer with
-# one call per run instead of one per entry (issue 13). A run is a prefix of the rows a
+# one call per run instead of one per entry. A run is a prefix of the rows a
 # round read (ledger.read_rows: the tail cache's committed rows as they are, no Entry)
 # whose entries need no look of their own:
 #   * none is acknowledged (ManagedCursor.first_acked_from), no backoff is pending in the
