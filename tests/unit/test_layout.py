@@ -1,11 +1,16 @@
 """Layout rules of src/letterbox, checked from the source text (no import is executed):
 every module is at most MAX_LINES lines, the packages of letterbox import each other
 without a circle, the rooms of letterbox.broker (its sub-packages and root modules) import
-each other without a circle, and admin and standalone use the broker only through its face. Every import counts, including those under TYPE_CHECKING and inside
-functions: a lazy import hides a circle from the interpreter, not from the design."""
+each other only downward and without a circle, admin and standalone use the broker only
+through its face, and a comment names only files that exist. Every import counts, including
+those under TYPE_CHECKING and inside functions: a lazy import hides a circle from the
+interpreter, not from the design."""
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,6 +239,31 @@ def test_admin_and_standalone_use_only_the_broker_face() -> None:
                 continue
             deep += [f"{_rel(path)}:{node.lineno} {n}" for n in names if n.startswith("letterbox.broker.")]
     assert not deep, f"import the broker through letterbox.broker, not its rooms: {deep}"
+
+
+_PY_PATH = re.compile(r"(?<![\w./-])((?:[a-z_][\w-]*/)*[a-z_]\w*\.py)\b")
+
+
+def _named_file_missing(path: Path, ref: str, names: set[str]) -> bool:
+    """Whether `ref` (a .py path named in a comment or string of `path`) names no file: a
+    path with a folder is read from the repository, src/, src/letterbox/ or a package that
+    holds `path`; a bare file name from anywhere in src/letterbox or the repository root."""
+    if "/" not in ref:
+        return ref not in names and not (SRC.parents[1] / ref).is_file()
+    bases = [SRC.parents[1], SRC.parent, *(d for d in path.parents if d.is_relative_to(SRC))]
+    return not any((base / ref).is_file() for base in bases)
+
+
+def test_comments_name_only_files_that_exist() -> None:
+    names = {p.name for p in SRC.rglob("*.py")}
+    stale = []
+    for path in _modules():
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+                continue
+            stale += [f"{_rel(path)}:{tok.start[0]} {m[1]}" for m in _PY_PATH.finditer(tok.string)
+                      if _named_file_missing(path, m[1], names)]
+    assert not stale, f"comments naming a file that does not exist (moved? say where it is now): {stale}"
 
 
 def test_the_checks_see_a_circle_and_an_oversize_module() -> None:

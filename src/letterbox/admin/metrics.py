@@ -92,14 +92,14 @@ BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move 
     ("letterbox_storage_faults_total", "counter", "Storage commits that failed on a storage fault"),
     ("letterbox_move_storage_failures_total", "counter",
      "Move transactions that failed in storage (nothing moved), by operation"),
-    # publish backpressure (broker/flow_control.py)
+    # publish backpressure (broker/connection/flow_control.py)
     ("letterbox_publish_buffer_bytes", "gauge", "Bytes of SENDs awaiting storage and unfinished frames, all connections"),
     ("letterbox_connections_paused", "gauge", "Connections not being read now (publish backpressure)"),
     ("letterbox_connection_read_pauses_total", "counter", "Times a connection stopped being read (publish backpressure)"),
     ("letterbox_publish_buffer_pauses_total", "counter",
      "Of those, pauses while all connections' bytes exceeded maxMessagePublishBufferSizeInMB"),
 )
-# letterbox's early warning (broker/poison_suspects.py, broker/dead_letter_rate.py)
+# letterbox's early warning (broker/redelivery/poison_suspects.py, broker/redelivery/dead_letter_rate.py)
 POISON_FAMILY = (
     "letterbox_subscription_poison_suspects", "gauge",
     "Unacknowledged messages redelivered more than half the times the dead-letter policy allows",

@@ -1,4 +1,4 @@
-# Topic compaction over HTTP (Pulsar admin v2 paths; the runs are broker/compactor.py's):
+# Topic compaction over HTTP (Pulsar admin v2 paths; the runs are broker/compaction/compactor.py's):
 #   PUT .../{topic}/compaction   start a compaction: 204; 409 while one runs on the topic;
 #                                a partitioned topic compacts every partition
 #   GET .../{topic}/compaction   its status, Pulsar's LongRunningProcessStatus:

@@ -1,5 +1,5 @@
-# Dead-letter operations (letterbox extensions; broker/dead_letters.py and
-# broker/redrive.py do the work):
+# Dead-letter operations (letterbox extensions; broker/moves/dead_letters.py and
+# broker/moves/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
 #   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;

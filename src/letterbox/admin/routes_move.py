@@ -1,5 +1,5 @@
 # Letterbox extension: move one message of a subscription to another topic
-# and acknowledge it, in one storage transaction (broker/message_mover.py).
+# and acknowledge it, in one storage transaction (broker/moves/message_mover.py).
 #
 #   POST /admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/letterbox/move
 #   {"messageId": "ledger:entry[:partition[:batchIndex]]", "target": "<topic>",

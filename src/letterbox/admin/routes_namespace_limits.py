@@ -7,8 +7,8 @@
 # "dispatchThrottlingRateInByte", "ratePeriodInSecond"}), delayedDelivery ({"active", "tickTime"}) and autoTopicCreation
 # ({"allowAutoTopicCreation", "topicType", "defaultNumPartitions"}). Bodies are
 # validated completely before anything is stored (400 malformed or unknown
-# field, 412 out of range). What they do is broker/topic_policies.py's and
-# broker/backlog_quota.py's.
+# field, 412 out of range). What they do is broker/policies/topic_policies.py's and
+# broker/topics/backlog_quota.py's.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -1,4 +1,4 @@
-# Poison-message early warning over HTTP (broker/poison_suspects.py):
+# Poison-message early warning over HTTP (broker/redelivery/poison_suspects.py):
 #   GET .../{topic}/subscription/{sub}/letterbox/poison-suspects?limit=N
 # the subscription's messages redelivered more than half the times its
 # dead-letter policy allows, most redelivered first, with their delivery

@@ -1,4 +1,4 @@
-# Redrive tasks (letterbox extension; broker/redrive_tasks.py does the work):
+# Redrive tasks (letterbox extension; broker/moves/redrive_tasks.py does the work):
 #   GET    /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redriveTasks       the DLQ's tasks
 #   GET    /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive/{taskId}   one task's progress
 #   DELETE /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive/{taskId}   cancel it

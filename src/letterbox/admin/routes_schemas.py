@@ -1,5 +1,5 @@
 # The schema registry over HTTP (Pulsar admin v2 paths; the registry is
-# broker/schema_registry.py):
+# broker/schemas/schema_registry.py):
 #   GET    /admin/v2/schemas/{t}/{ns}/{topic}/schema            latest version
 #   GET    .../schema/{version}                                  one version
 #   GET    .../schemas                                           {"getSchemaResponses": [...]}

@@ -4,7 +4,7 @@
 # subscription or all). Operations Pulsar fans out over the partitions of a
 # partitioned topic (create, delete, skip_all, reset to a time, expire) do so
 # here; skip N and reset to a message id need one partition (405 otherwise).
-# The work on the cursor is broker/subscription_admin.py's.
+# The work on the cursor is broker/topics/subscription_admin.py's.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

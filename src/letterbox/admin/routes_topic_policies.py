@@ -4,7 +4,7 @@
 # maxUnackedMessagesOnSubscription, delayedDelivery, dispatchRate,
 # subscriptionDispatchRate, inactiveTopicPolicies (GET/POST/DELETE each). Same bodies
 # and checks as the namespace policies (routes_namespace_limits.py); a policy set on
-# the topic wins over the namespace's (broker/topic_policies.py). A partitioned
+# the topic wins over the namespace's (broker/policies/topic_policies.py). A partitioned
 # topic's policies apply to all its partitions. 404 for a topic that does not exist.
 from __future__ import annotations
 

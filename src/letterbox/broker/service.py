@@ -92,7 +92,7 @@ class BrokerService:
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
-        self.schemas: SchemaRegistry = SchemaRegistry(self)  # schema versions per topic (broker/schema_registry.py)
+        self.schemas: SchemaRegistry = SchemaRegistry(self)  # schema versions per topic (broker/schemas/schema_registry.py)
         self.compactor: Compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
         self.inactive_topics = InactiveTopicMonitor(self)  # inactiveTopicPolicies (namespace)
         self.connections: set[ServerCnx] = set()

@@ -1,2 +1,3 @@
-"""Namespace and topic policies and the limits they set: backlog quota, inactive topics,
-dispatch rate, unacked limits, termination, the default namespace."""
+"""The policy documents and the limits they set: namespace and topic policies, namespace
+limits, dispatch rates, unacked-message limits, the default namespace and the stored record of
+a terminated topic; bounded.py says what they read of the rooms above."""

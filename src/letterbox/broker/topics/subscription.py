@@ -82,11 +82,11 @@ class Subscription:
         # set by consumers' letterbox.* properties; None: the namespace's policy applies
         self.consumer_policy: failure.FailurePolicy | None = None
         self.topic_role = failure.topic_role(str(topic.name))
-        # Pulsar's blockedSubscriptionOnUnackedMsgs (set by broker/unacked_limits.py)
+        # Pulsar's blockedSubscriptionOnUnackedMsgs (set by broker/policies/unacked_limits.py)
         self.blocked_on_unacked = False
         self.msg_expired = 0  # messages expired by the namespace's message TTL (pulsar_subscription_msg_rate_expired)
         # a consumer subscribed with read_compacted: reads go through the topic's compacted
-        # view up to its horizon (broker/compacted_reads.py)
+        # view up to its horizon (broker/compaction/compacted_reads.py)
         self.read_compacted = False
 
     def mark_sought(self) -> None:

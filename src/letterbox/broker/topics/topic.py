@@ -53,7 +53,7 @@ class Topic:
         self.topic_epoch: int | None = None
         # the last position of a terminated topic (topics/topic_termination.py), else None
         self.terminated: Position | None = None
-        # namespace limits (broker/topic_policies.py); a persistent topic refreshes them
+        # namespace limits (broker/policies/topic_policies.py); a persistent topic refreshes them
         self.limits: TopicLimits = limits_for(service, name)
 
     def add_producer(self, producer: Producer, client_epoch: int | None = None) -> asyncio.Future[None] | None:
