@@ -202,6 +202,16 @@ class ServerCnx(asyncio.Protocol):
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
+    def close_producer(self, producer_id: int) -> None:
+        """Tell the client to close one of its producers (CLOSE_PRODUCER) and forget it."""
+        self.write(commands.close_producer(producer_id))
+        self.producers.pop(producer_id, None)
+
+    def close_consumer(self, consumer_id: int) -> None:
+        """Tell the client to close one of its consumers (CLOSE_CONSUMER) and forget it."""
+        self.write(commands.close_consumer(consumer_id))
+        self.consumers.pop(consumer_id, None)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:

@@ -20,7 +20,6 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from letterbox.errors import LetterboxError, ServerError
-from letterbox.protocol import commands
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.subscription import Subscription
@@ -106,10 +105,7 @@ def enforce(topic: PersistentTopic) -> None:
                 _evicting[sub] = asyncio.ensure_future(_evict(topic, sub))
         return
     if topic.producers and exceeded(topic):
-        for producer in list(topic.producers):
-            producer.cnx.write(commands.close_producer(producer.producer_id))
-            producer.cnx.producers.pop(producer.producer_id, None)
-            topic.remove_producer(producer)
+        topic.close_producers()
 
 
 async def _evict(topic: PersistentTopic, sub: Subscription) -> None:

@@ -106,15 +106,16 @@ class Topic:
 
     def _fence_everyone(self) -> None:
         """ExclusiveWithFencing: queued producers fail, connected ones are closed."""
-        from letterbox.protocol import commands
-
         waiters, self._exclusive_waiters = self._exclusive_waiters, []
         for _p, fut in waiters:
             if not fut.done():
                 fut.set_exception(ProducerFenced(f"Fenced out of topic {self.name}"))
+        self.close_producers()
+
+    def close_producers(self) -> None:
+        """Tell each producer's client to close it (CLOSE_PRODUCER) and detach it."""
         for producer in list(self.producers):
-            producer.cnx.write(commands.close_producer(producer.producer_id))
-            producer.cnx.producers.pop(producer.producer_id, None)
+            producer.cnx.close_producer(producer.producer_id)
             self.remove_producer(producer)
 
     def remove_producer(self, producer: Producer) -> None:
@@ -137,17 +138,11 @@ class Topic:
 
     def close_clients(self) -> None:
         """Admin force-delete: tell every producer and consumer to go away and detach them."""
-        from letterbox.protocol import commands
-
-        for producer in list(self.producers):
-            producer.cnx.write(commands.close_producer(producer.producer_id))
-            producer.cnx.producers.pop(producer.producer_id, None)
-            self.remove_producer(producer)
+        self.close_producers()
         subs = getattr(self, "subscriptions", {})
         for sub in list(subs.values()):
             for consumer in list(sub.consumers):
-                consumer.cnx.write(commands.close_consumer(consumer.consumer_id))
-                consumer.cnx.consumers.pop(consumer.consumer_id, None)
+                consumer.cnx.close_consumer(consumer.consumer_id)
                 self.service.detach_consumer(consumer)
 
 

@@ -60,10 +60,7 @@ async def terminate(service: TopicBroker, topic: PersistentTopic) -> Position:
     topic.terminated = last
     value = json.dumps({"ledgerId": last.ledger_id, "entryId": last.entry_id})
     await service.store.put_metadata(TERMINATED_KEY + str(topic.name), value)
-    for producer in list(topic.producers):
-        producer.cnx.write(commands.close_producer(producer.producer_id))
-        producer.cnx.producers.pop(producer.producer_id, None)
-        topic.remove_producer(producer)
+    topic.close_producers()
     for sub in topic.subscriptions.values():
         notify_end_of_topic(sub)
     return last
