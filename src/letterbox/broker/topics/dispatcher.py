@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.compaction.compacted_reads import (
@@ -38,6 +39,7 @@ from letterbox.broker.topics.dispatch_runs import plain_run_length, send_plain_r
 from letterbox.storage.cache import entry_of
 
 if TYPE_CHECKING:
+    from letterbox.broker.redelivery.key_quarantine import KeyQuarantine
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.subscription import Subscription
     from letterbox.storage.entry import Entry
@@ -133,118 +135,127 @@ class Dispatcher:
             asyncio.get_running_loop().call_soon(self._dispatch)
 
     def _dispatch(self) -> None:
+        """One round: the replay queue, then new entries until the end, a limit or no taker."""
         self._scheduled = False
         sub = self.sub
         if sub is None or sub.dispatcher is not self or not self.consumers or not self.any_available():
             return
-        sent = self._dispatch_replay(sub)
-        ledger = sub.topic.ledger
-        cursor = sub.cursor
-        tracker = sub.tracker
-        last = ledger.last_confirmed.entry_id
+        r = self._begin_round(sub, self._dispatch_replay(sub))
+        try:
+            finished = self._read_new(r)
+        finally:
+            r.write()
+        if finished and (r.sent >= MAX_ENTRIES_PER_ROUND or r.examined >= MAX_EXAMINED_PER_ROUND):
+            self.schedule()  # yield to other connections, then go on
+
+    def _begin_round(self, sub: Subscription, sent: int) -> _Round:
         plan = self._new_round()
-        examined = 0
         quarantine = sub.quarantine if sub.quarantine.active else None
         limits = sub.topic.limits
         throttled = limits.subscription_dispatch_rate is not None or limits.topic_dispatch_rate is not None
-        # the MESSAGE frames of consecutive entries for one consumer are written together
-        # (one write per run, or per RUN_WRITE_BYTES), after the consumer's bookkeeping
-        run: Consumer | None = None
-        frames: list[bytes] = []
-        run_bytes = 0
-        # a consumer every selection of this round would pick while it is available (checked
-        # before each entry: the loop condition and after each send): no selection per entry,
-        # and no unacked-limit look while its bookings stay below the room left
         sole = self.sole_consumer()
         room = unblocked_room(sole) if sole is not None else 0
         runs = sole is not None and quarantine is None and not throttled and not sub.read_compacted
-        try:
-            while (
-                self.read_position <= last
-                and sent < MAX_ENTRIES_PER_ROUND
-                and examined < MAX_EXAMINED_PER_ROUND
-                and self.any_available()
-            ):
-                if runs:  # plain runs for the sole consumer, the rest entry by entry
-                    assert sole is not None
-                    rows, delivers = ledger.read_rows(self.read_position, READ_BATCH)
-                    if not rows:
-                        break
-                    examined += len(rows)
-                    k, messages = plain_run_length(sub, sole, rows, delivers, room, MAX_ENTRIES_PER_ROUND - sent,
-                                                   RUN_WRITE_BYTES)
-                    if k:
-                        run = sole
-                        new = send_plain_run(sub, sole, rows[:k] if k < len(rows) else rows, messages)
-                        self.read_position = rows[k - 1][1] + 1
-                        room -= messages
-                        sent += k
-                        frames += new
-                        run_bytes += sum(map(len, new))
-                        if run_bytes >= RUN_WRITE_BYTES:
-                            sole.cnx.write(b"".join(frames))
-                            frames = []
-                            run_bytes = 0
-                        if k == len(rows) or not sole.available:
-                            continue
-                        rows, delivers = rows[k:], delivers[k:]
-                    entries = [entry_of(r, d) for r, d in zip(rows, delivers, strict=True)]
-                else:
-                    compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
-                    if compacted is not None:
-                        entries = compacted
-                    else:
-                        if self.read_position < ledger.first_position.entry_id:
-                            self.read_position = ledger.first_position.entry_id
-                        entries = ledger.read_entries(self.read_position, READ_BATCH)
-                    if not entries:
-                        break
-                    examined += len(entries)
-                for entry in entries:
-                    eid = entry.position.entry_id
-                    if cursor.is_acked(eid) or tracker.hold(entry):
-                        self.read_position = eid + 1
-                        continue
-                    if quarantine is not None and not quarantine.admit(entry):  # waits or is parked
-                        self.read_position = eid + 1
-                        if quarantine.full:
-                            return
-                        continue
-                    if throttled and not dispatch_rate.admit(sub, entry, self.schedule):
-                        return  # the dispatch rate's window is full: woken when it turns
-                    target = sole if sole is not None else self._target(entry, plan)
-                    if target is None:
-                        if not self.defers:
-                            return
-                        self.read_position = eid + 1
-                        self._defer(entry, plan)
-                        if len(self._replay) >= MAX_REPLAY_PARKED:
-                            return
-                        continue
-                    self.read_position = eid + 1
-                    if target is not run:
-                        if run is not None and frames:
-                            run.cnx.write(b"".join(frames))
-                            frames = []
-                            run_bytes = 0
-                        run = target
-                    n = entry.num_messages
-                    frame = self._frame(sub, target, entry, quiet=n < room)
-                    room -= n
-                    frames.append(frame)
-                    run_bytes += len(frame)
-                    if run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
-                        target.cnx.write(b"".join(frames))
-                        frames = []
-                        run_bytes = 0
-                    sent += 1
-                    if not (target.available if sole is not None else self.any_available()):
-                        break
-        finally:
-            if run is not None and frames:
-                run.cnx.write(b"".join(frames))
-        if sent >= MAX_ENTRIES_PER_ROUND or examined >= MAX_EXAMINED_PER_ROUND:
-            self.schedule()  # yield to other connections, then go on
+        return _Round(sub, sent, plan, quarantine, throttled, sole, room, runs)
+
+    def _read_new(self, r: _Round) -> bool:
+        """Read and send new entries; False: the round stopped where it must not be resumed at
+        once (a full quarantine or replay queue, a spent dispatch rate, nobody to take one)."""
+        last = r.sub.topic.ledger.last_confirmed.entry_id
+        while (
+            self.read_position <= last
+            and r.sent < MAX_ENTRIES_PER_ROUND
+            and r.examined < MAX_EXAMINED_PER_ROUND
+            and self.any_available()
+        ):
+            entries = self._plain_runs(r) if r.runs else self._read_entries(r)
+            if entries is None:
+                break
+            if not self._offer(r, entries):
+                return False
+        return True
+
+    def _plain_runs(self, r: _Round) -> list[Entry] | None:
+        """Send plain runs to the sole consumer; the entries left to send one by one, None: end."""
+        sub, sole = r.sub, r.sole
+        assert sole is not None
+        rows, delivers = sub.topic.ledger.read_rows(self.read_position, READ_BATCH)
+        if not rows:
+            return None
+        r.examined += len(rows)
+        k, messages = plain_run_length(sub, sole, rows, delivers, r.room, MAX_ENTRIES_PER_ROUND - r.sent,
+                                       RUN_WRITE_BYTES)
+        if k:
+            r.run = sole
+            new = send_plain_run(sub, sole, rows[:k] if k < len(rows) else rows, messages)
+            self.read_position = rows[k - 1][1] + 1
+            r.room -= messages
+            r.sent += k
+            r.frames += new
+            r.run_bytes += sum(map(len, new))
+            if r.run_bytes >= RUN_WRITE_BYTES:
+                r.write()
+            if k == len(rows) or not sole.available:
+                return []
+            rows, delivers = rows[k:], delivers[k:]
+        return [entry_of(row, d) for row, d in zip(rows, delivers, strict=True)]
+
+    def _read_entries(self, r: _Round) -> list[Entry] | None:
+        """The next entries (the compacted view's for read_compacted), None at the end."""
+        sub = r.sub
+        ledger = sub.topic.ledger
+        compacted = read_compacted(sub, self.read_position, READ_BATCH) if sub.read_compacted else None
+        if compacted is not None:
+            entries = compacted
+        else:
+            if self.read_position < ledger.first_position.entry_id:
+                self.read_position = ledger.first_position.entry_id
+            entries = ledger.read_entries(self.read_position, READ_BATCH)
+        if not entries:
+            return None
+        r.examined += len(entries)
+        return entries
+
+    def _offer(self, r: _Round, entries: list[Entry]) -> bool:
+        """Send each entry to its consumer, or skip, hold or park it; False: the round stops."""
+        sub, sole, quarantine = r.sub, r.sole, r.quarantine
+        cursor, tracker = sub.cursor, sub.tracker
+        for entry in entries:
+            eid = entry.position.entry_id
+            if cursor.is_acked(eid) or tracker.hold(entry):
+                self.read_position = eid + 1
+                continue
+            if quarantine is not None and not quarantine.admit(entry):  # waits or is parked
+                self.read_position = eid + 1
+                if quarantine.full:
+                    return False
+                continue
+            if r.throttled and not dispatch_rate.admit(sub, entry, self.schedule):
+                return False  # the dispatch rate's window is full: woken when it turns
+            target = sole if sole is not None else self._target(entry, r.plan)
+            if target is None:
+                if not self.defers:
+                    return False
+                self.read_position = eid + 1
+                self._defer(entry, r.plan)
+                if len(self._replay) >= MAX_REPLAY_PARKED:
+                    return False
+                continue
+            self.read_position = eid + 1
+            if target is not r.run:
+                r.write()
+                r.run = target
+            n = entry.num_messages
+            frame = self._frame(sub, target, entry, quiet=n < r.room)
+            r.room -= n
+            r.frames.append(frame)
+            r.run_bytes += len(frame)
+            if r.run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
+                r.write()
+            r.sent += 1
+            if not (target.available if sole is not None else self.any_available()):
+                break
+        return True
 
     def _dispatch_replay(self, sub: Subscription) -> int:
         if not self._replay:
@@ -308,3 +319,32 @@ class Dispatcher:
 
     def _replay_target(self, entry: Entry, blocked: set[int]) -> Consumer | None:
         return self.select(entry, True)
+
+
+@dataclass(slots=True, eq=False)
+class _Round:
+    """One dispatch round: what it sent and examined, and the MESSAGE frames of consecutive
+    entries for one consumer (`run`), written together (one write per run, or per
+    RUN_WRITE_BYTES) after its bookkeeping. `sole`: the consumer every selection would pick
+    while it is available (no selection per entry, no unacked-limit look while its bookings
+    stay below `room`); `runs`: its entries are read as rows, in plain runs."""
+
+    sub: Subscription
+    sent: int
+    plan: Any
+    quarantine: KeyQuarantine | None
+    throttled: bool
+    sole: Consumer | None
+    room: int
+    runs: bool
+    examined: int = 0
+    run: Consumer | None = None
+    frames: list[bytes] = field(default_factory=list)
+    run_bytes: int = 0
+
+    def write(self) -> None:
+        """Write the frames waiting for the run's consumer."""
+        if self.run is not None and self.frames:
+            self.run.cnx.write(b"".join(self.frames))
+            self.frames = []
+            self.run_bytes = 0
