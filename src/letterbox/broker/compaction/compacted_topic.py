@@ -11,15 +11,22 @@ from typing import TYPE_CHECKING, Protocol
 from letterbox.broker.policies.bounded import PolicyBroker
 
 if TYPE_CHECKING:
-    from letterbox.broker.compaction.compactor import Compactor
+    from letterbox.storage.compaction import CompactedViews
     from letterbox.storage.managed_ledger import ManagedLedger
     from letterbox.storage.position import Position
     from letterbox.topic_name import TopicName
 
 
+class CompactedViewsHolder(Protocol):
+    """The broker's compactor (compactor.Compactor), for its compacted views."""
+
+    @property
+    def views(self) -> CompactedViews: ...
+
+
 class CompactionBroker(PolicyBroker, Protocol):
     @property
-    def compactor(self) -> Compactor: ...
+    def compactor(self) -> CompactedViewsHolder: ...
 
     def loaded_persistent_topics(self) -> Sequence[CompactedTopic]: ...
 

@@ -6,12 +6,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from letterbox.broker.policies.namespace_policies import NamespacePolicyCache
-    from letterbox.broker.policies.topic_policies import TopicLimits
-    from letterbox.broker.policies.unacked_limits import PendingAcks
+    from letterbox.broker.policies.dispatch_rate import Rates
     from letterbox.clock import Clock
     from letterbox.config import BrokerConfig
     from letterbox.storage.store import Store
@@ -23,6 +21,28 @@ class Configured(Protocol):
     def config(self) -> BrokerConfig: ...
 
 
+class NamespaceDocuments(Protocol):
+    """The namespace policies (namespace_policies.NamespacePolicyCache), as documents."""
+
+    def document(self, namespace: str) -> dict[str, Any] | None: ...
+
+
+class Limits(Rates, Protocol):
+    """A topic's limits (topic_policies.TopicLimits) that the policies check."""
+
+    @property
+    def max_producers(self) -> int | None: ...
+    @property
+    def max_consumers(self) -> int | None: ...
+
+
+class Pending(Protocol):
+    """A consumer's pending acknowledgements (unacked_limits.PendingAcks), as a count."""
+
+    @property
+    def total(self) -> int: ...
+
+
 class PolicyBroker(Configured, Protocol):
     """The broker as the policies see it: its configuration, metadata store, clock, the
     namespace policies, and which topics exist."""
@@ -32,7 +52,7 @@ class PolicyBroker(Configured, Protocol):
     @property
     def clock(self) -> Clock: ...
     @property
-    def namespace_policies(self) -> NamespacePolicyCache: ...
+    def namespace_policies(self) -> NamespaceDocuments: ...
     @property
     def topics(self) -> Mapping[str, object]: ...  # the loaded topics by name
 
@@ -48,7 +68,7 @@ class BoundedTopic(Protocol):
     @property
     def name(self) -> TopicName: ...
     @property
-    def limits(self) -> TopicLimits: ...
+    def limits(self) -> Limits: ...
     @property
     def producers(self) -> Collection[object]: ...
     @property
@@ -60,13 +80,6 @@ class SubscribedTopic(BoundedTopic, Protocol):
 
     @property
     def subscriptions(self) -> Mapping[str, object]: ...
-
-
-class RatedSubscription(Protocol):
-    """A subscription whose dispatch the dispatch rates bound."""
-
-    @property
-    def topic(self) -> BoundedTopic: ...
 
 
 class UnackedSubscription(Protocol):
@@ -101,4 +114,4 @@ class UnackedConsumer(Protocol):
     @property
     def subscription(self) -> UnackedSubscription | None: ...
     @property
-    def pending(self) -> PendingAcks: ...
+    def pending(self) -> Pending: ...

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from letterbox.broker.policies.bounded import RatedSubscription
+    from letterbox.clock import Clock
     from letterbox.storage.entry import Entry
 
 TOPIC_RATE = "topicDispatchRate"  # namespace document keys (Pulsar's Policies fields)
@@ -57,6 +57,34 @@ class Window:
         self.messages += n
         self.bytes += size
         return True
+
+
+class Rates(Protocol):
+    """A topic's dispatch rates (topic_policies.TopicLimits)."""
+
+    @property
+    def subscription_dispatch_rate(self) -> DispatchRate | None: ...
+    @property
+    def topic_dispatch_rate(self) -> DispatchRate | None: ...
+
+
+class Clocked(Protocol):
+    @property
+    def clock(self) -> Clock: ...
+
+
+class RatedTopic(Protocol):
+    @property
+    def limits(self) -> Rates: ...
+    @property
+    def service(self) -> Clocked: ...
+
+
+class RatedSubscription(Protocol):
+    """A subscription whose dispatch the rates bound (its topic's and its own)."""
+
+    @property
+    def topic(self) -> RatedTopic: ...
 
 
 _windows: weakref.WeakKeyDictionary[object, Window] = weakref.WeakKeyDictionary()

@@ -8,14 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from letterbox.broker.moves.move_ends import MoveCursor, MovedSubscription, MovedTopic
+from letterbox.broker.moves.move_ends import (
+    AttemptTracker,
+    MoveCursor,
+    MovedSubscription,
+    MovedTopic,
+    PoisonRecorder,
+)
 
 if TYPE_CHECKING:
     import asyncio
 
     from letterbox.broker.policies.unacked_limits import PendingAcks
-    from letterbox.broker.redelivery.key_quarantine import KeyQuarantine
-    from letterbox.broker.redelivery.redelivery_tracker import RedeliveryTracker
     from letterbox.failure import FailurePolicy, TopicRole
 
 
@@ -51,6 +55,14 @@ class TrackedConsumer(Protocol):
     def cnx(self) -> Peer: ...
 
 
+class Tracker(AttemptTracker, Protocol):
+    """The subscription's redelivery tracker (redelivery_tracker.RedeliveryTracker): entries
+    held back until a time, and the reason of a message's latest failure."""
+
+    def delay(self, entry_id: int, deliver_at_ms: int) -> None: ...
+    def last_failure_reason(self, entry_id: int) -> str | None: ...
+
+
 class TrackedTopic(MovedTopic, Protocol):
     @property
     def subscriptions(self) -> Mapping[str, TrackedSubscription]: ...
@@ -62,11 +74,11 @@ class TrackedSubscription(MovedSubscription, Protocol):
     @property
     def cursor(self) -> TrackedCursor: ...
     @property
-    def tracker(self) -> RedeliveryTracker: ...
+    def tracker(self) -> Tracker: ...
     @property
-    def quarantine(self) -> KeyQuarantine: ...
+    def quarantine(self) -> PoisonRecorder: ...
     @property
-    def redelivery(self) -> RedeliveryTracker: ...
+    def redelivery(self) -> Tracker: ...
     @property
     def dispatcher(self) -> Dispatch: ...
     @property

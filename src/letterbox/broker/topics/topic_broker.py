@@ -1,8 +1,9 @@
 # The broker as topics/ and the rooms below it see it: a Protocol that
 # service.BrokerService meets, so that a topic holds its broker without naming the
 # composition root. It adds to what the policies read (policies.bounded.PolicyBroker) the
-# loaded topics themselves, the registries a topic's work reaches (schemas, compaction,
-# authorization), the broker-wide counters, and the broker's background work.
+# namespace policies whole (not only as documents), the loaded topics themselves, the
+# registries a topic's work reaches (schemas, compaction, authorization), the broker-wide
+# counters, and the broker's background work.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Iterable, Mapping
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
     from letterbox.broker.compaction.compactor import Compactor
     from letterbox.broker.moves.move_ends import DeadLetterCounts
+    from letterbox.broker.policies.namespace_policies import NamespacePolicyCache
     from letterbox.broker.schemas.schema_registry import SchemaRegistry
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.topic import PersistentTopic, Topic
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 
 class TopicBroker(PolicyBroker, Protocol):
+    @property
+    def namespace_policies(self) -> NamespacePolicyCache: ...
     @property
     def topics(self) -> Mapping[str, Topic]: ...
     @property
