@@ -1,4 +1,4 @@
-"""What compaction reads from and writes for one entry (broker/compaction_entries.py): keys,
+"""What compaction reads from and writes for one entry (broker/compaction/compaction_entries.py): keys,
 tombstones, keyless messages, batches rewritten with compacted_out, no sockets."""
 from __future__ import annotations
 
