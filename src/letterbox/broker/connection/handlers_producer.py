@@ -54,20 +54,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     if c.producer_access_mode not in ACCESS_MODE_NAMES:
         raise NotAllowed(f"unknown producer access mode {c.producer_access_mode}")
     service = cnx.service
-    service.authorization.check_produce(cnx.role, name)
-    health = service.store.health
-    if name.persistent and health.degraded:
-        # Not while storage writes fail: the official clients re-create their producer after
-        # a SEND error and restart their send timeout when that succeeds, so accepting it
-        # would resend (and fail) pending messages forever instead of timing them out.
-        raise ServiceNotReady(f"the broker cannot store messages now ({health.describe()}); retry later")
-    if c.HasField("initial_subscription_name") and c.initial_subscription_name:
-        # creating a subscription is consuming (as Pulsar checks it)
-        service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
-    check_new_topic(service, name)
-    schema_version = b""
-    if c.HasField("schema") and is_typed(c.schema):  # the schema registry: refuses an incompatible one
-        schema_version = version_bytes(service.schemas.add(name, SchemaVersion.from_pb(c.schema))[0].version)
+    schema_version = _admit(cnx, c, name)
     topic = service.get_topic(name, create=True)
     refuse_producer(topic)  # a terminated topic takes no producer (TopicTerminatedError)
     check_new_producer(topic)  # maxProducersPerTopic
@@ -87,14 +74,37 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
         cnx.producers[pid] = producer
         cnx.write(_success(cnx, rid, producer))
         return
-    # WaitForExclusive: tell the client it is queued, answer again once it holds the topic
-    cnx.pending_producers[pid] = wait
+    _wait_for_exclusive(cnx, rid, producer, wait)
+
+
+def _admit(cnx: ServerCnx, c: pb.CommandProducer, name: TopicName) -> bytes:
+    """Authorization, storage health, topic limit, schema registry; the schema version."""
+    service = cnx.service
+    service.authorization.check_produce(cnx.role, name)
+    health = service.store.health
+    if name.persistent and health.degraded:
+        # Not while storage writes fail: the official clients re-create their producer after
+        # a SEND error and restart their send timeout when that succeeds, so accepting it
+        # would resend (and fail) pending messages forever instead of timing them out.
+        raise ServiceNotReady(f"the broker cannot store messages now ({health.describe()}); retry later")
+    if c.HasField("initial_subscription_name") and c.initial_subscription_name:
+        # creating a subscription is consuming (as Pulsar checks it)
+        service.authorization.check_consume(cnx.role, name, c.initial_subscription_name)
+    check_new_topic(service, name)
+    if c.HasField("schema") and is_typed(c.schema):  # the schema registry: refuses an incompatible one
+        return version_bytes(service.schemas.add(name, SchemaVersion.from_pb(c.schema))[0].version)
+    return b""
+
+
+def _wait_for_exclusive(cnx: ServerCnx, rid: int, producer: Producer, wait: asyncio.Future[None]) -> None:
+    """WaitForExclusive: tell the client it is queued, answer again once it holds the topic."""
+    cnx.pending_producers[pid := producer.producer_id] = wait
     cnx.write(_success(cnx, rid, producer, ready=False))
 
     def granted(fut: asyncio.Future[None]) -> None:
         cnx.pending_producers.pop(pid, None)
         if fut.cancelled() or cnx.closed:
-            topic.remove_producer(producer)
+            producer.topic.remove_producer(producer)
             return
         failure = fut.exception()
         if isinstance(failure, LetterboxError):  # fenced out by an ExclusiveWithFencing producer
