@@ -7,7 +7,8 @@ DATA_DIR ?= data
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser
+.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser \
+	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +31,13 @@ run: $(CODECS_STAMP)
 	$(BIN)/letterbox standalone --data-dir $(DATA_DIR)
 
 lint: $(CODECS_STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks conformance
 
 typecheck: $(CODECS_STAMP)
 	$(BIN)/mypy
 
 unit: $(CODECS_STAMP) browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --ignore=tests/conformance
 
 # The whole of tests/client and tests/spark a second time against brokers started
 # --pulsar-compatible-only (letterbox extensions off, as Apache Pulsar): the client layer's fallback
@@ -72,13 +73,39 @@ test: lint typecheck
 	$(MAKE) --no-print-directory -O -j3 core-tests side-tests compat-tests
 
 core-tests: $(CODECS_STAMP)
-	$(BIN)/pytest -q -p no:cacheprovider $(addprefix --ignore=,$(SIDE_TESTS))
+	$(BIN)/pytest -q -p no:cacheprovider $(addprefix --ignore=,$(SIDE_TESTS) tests/conformance)
 
 side-tests: $(CODECS_STAMP) browser
 	$(BIN)/pytest -q -p no:cacheprovider $(SIDE_TESTS)
 
 compat-tests: $(CODECS_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider --pulsar-compatible-only $(COMPAT_TESTS)
+
+# Apache Pulsar itself beside letterbox (conformance/README.md). The reference broker's jars come
+# from Maven Central into ~/.cache/letterbox/pulsar-<version> (conformance/pulsar/pom.xml pins it);
+# `make pulsar` starts it on free ports, prints its URLs and leaves it running until `make pulsar-stop`.
+pulsar-fetch: $(STAMP)
+	$(BIN)/python -m conformance.reference fetch
+
+pulsar: $(STAMP)
+	$(BIN)/python -m conformance.reference start
+
+pulsar-stop: $(STAMP)
+	$(BIN)/python -m conformance.reference stop
+
+# The scenario programs of the Java and Go clients (their own build files; outputs are git-ignored).
+MVN := mvn -q -B -s conformance/pulsar/settings.xml
+conformance-java:
+	$(MVN) -f conformance/java/pom.xml package -DskipTests
+
+conformance-go:
+	cd conformance/go && go build -o ../../build/conformance/letterbox-conformance-go .
+
+# Every differential scenario (Python, Java, Go, pulsar-admin, pulsar-client) against Apache Pulsar
+# and letterbox, then the results table docs/conformance-results.md.
+conformance: $(CODECS_STAMP) pulsar-fetch conformance-java conformance-go
+	$(BIN)/pytest -q -p no:cacheprovider tests/conformance; status=$$?; \
+	  $(BIN)/python -m conformance.table; exit $$status
 
 # Regenerate the protobuf module from our schema (needs the dev extras).
 proto:

@@ -24,6 +24,9 @@ PORT_RES = {
 
 
 COMPAT_ENV = "LETTERBOX_PULSAR_COMPATIBLE_ONLY"
+# the broker's default replay window of acknowledged entries (acked_replay_minutes); test
+# brokers run without one unless started with this environment
+REPLAY_WINDOW = {"LETTERBOX_ACKED_REPLAY_MINUTES": "10"}
 EXTENSION_TESTS = pytest.StashKey[list[tuple[str, str]]]()  # (node id, reason) deselected in compat mode
 
 
@@ -126,6 +129,9 @@ class BrokerProcess:
         env = dict(os.environ)
         env.update(self.extra_env)
         env.setdefault("LETTERBOX_LOG_LEVEL", "INFO")
+        # test brokers trim acknowledged entries at once (what most storage and admin tests
+        # count on); the replay window's own tests start brokers with REPLAY_WINDOW
+        env.setdefault("LETTERBOX_ACKED_REPLAY_MINUTES", "0")
         listeners = ["--port", "0", "--admin-port", "0", "--bind", "127.0.0.1"] if self.default_listeners else []
         cmd = [sys.executable, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir),
                *listeners, *self.args]

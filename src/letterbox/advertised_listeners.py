@@ -5,9 +5,11 @@
 # external:pulsar://broker.example.com:6650`. A LOOKUP carrying
 # `advertised_listener_name` (the official clients' `listener_name`) is answered with
 # that listener's URLs; one without gets the internal listener's; an unknown name is
-# refused with ServiceNotReady naming the listeners there are, as Pulsar refuses it.
-# Without advertisedListeners, lookups answer advertised_address (or the address the
-# client connected to), as before.
+# refused with ServiceNotReady and Pulsar's message ("the broker do not have NAME
+# listener", which the C++ client matches to keep its connection), then the listeners
+# there are. Without advertisedListeners the broker has no named listener, as Pulsar:
+# lookups without a name answer advertised_address (or the address the client
+# connected to), and every name is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,7 +61,12 @@ def select(listeners: dict[str, Listener], internal: str, requested: str) -> tup
     name = requested or internal
     listener = listeners.get(name)
     if listener is None:
-        raise ServiceNotReady(f"the broker has no listener named {name!r}; its listeners: "
-                              f"{', '.join(sorted(listeners))}")
+        raise unknown_listener(name, listeners)
     plain = listener.plain or listener.tls or ""
     return plain, listener.tls
+
+
+def unknown_listener(name: str, listeners: dict[str, Listener]) -> ServiceNotReady:
+    """The refusal of a lookup naming a listener the broker does not have."""
+    there = ", ".join(sorted(listeners)) if listeners else "none (advertisedListeners is not set)"
+    return ServiceNotReady(f"the broker do not have {name} listener; its listeners: {there}")

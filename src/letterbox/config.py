@@ -65,6 +65,10 @@ class BrokerConfig:
     deduplication_enabled: bool = False
     # keep acknowledged messages this long (0: delete once all subscriptions acked, -1: forever)
     retention_time_minutes: int = 0
+    # the replay window (storage/retention.py): acknowledged entries stay this long, at most
+    # this many per topic, so a seek back replays them (Pulsar: until the ledger rolls over)
+    acked_replay_minutes: int = 10
+    acked_replay_max_entries: int = 50_000
     cluster_name: str = "standalone"
     log_level: str = "INFO"
     # --- TLS (Pulsar: brokerServicePortTls, webServicePortTls, tls*) ---
@@ -155,6 +159,9 @@ class BrokerConfig:
             raise ConfigError(
                 f"retention_time_minutes must be -1 (forever), 0 or a number of minutes, got {self.retention_time_minutes}"
             )
+        for name in ("acked_replay_minutes", "acked_replay_max_entries"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0 (0 turns it off), got {getattr(self, name)}")
         if self.cache_size_mb < 0:
             raise ConfigError(f"cache_size_mb must be >= 0, got {self.cache_size_mb}")
         self._validate_limits()

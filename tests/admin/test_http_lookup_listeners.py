@@ -66,7 +66,7 @@ def test_http_lookup_of_an_unknown_listener_is_refused(listened: tuple[BrokerPro
     for answer in (lookup(b, "?listenerName=nope"), lookup(b, header="nope")):
         status, body = answer
         assert status == 500, body  # Pulsar: the lookup's PulsarServerException as a 500
-        assert body["reason"] == "the broker has no listener named 'nope'; its listeners: external, internal"
+        assert body["reason"] == "the broker do not have nope listener; its listeners: external, internal"
 
 
 def test_official_clients_through_the_http_lookup(listened: tuple[BrokerProcess, int, int]) -> None:
@@ -98,10 +98,12 @@ def test_official_clients_through_the_http_lookup(listened: tuple[BrokerProcess,
     asyncio.run(run())
 
 
-def test_http_lookup_without_advertised_listeners_ignores_the_name(tmp_path: Path) -> None:
+def test_http_lookup_without_advertised_listeners_refuses_a_name(tmp_path: Path) -> None:
     b = BrokerProcess(tmp_path / "plain").start()
     try:
         status, body = lookup(b, "?listenerName=anything")
+        assert status == 500 and "the broker do not have anything listener" in body["reason"], body
+        status, body = lookup(b)
         assert status == 200 and body["brokerUrl"] == b.url, body
     finally:
         b.stop()

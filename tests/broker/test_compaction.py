@@ -1,6 +1,6 @@
 """Topic compaction (issue 15 item 3) through the official client over TCP: trigger and
-status over HTTP, a compacted reader sees the latest value per key (tombstones remove their
-key, keyless messages are left out), a non-compacted reader sees every message, a consumer
+status over HTTP, a compacted reader sees the latest message per key (a tombstone sent on its
+own is its key's latest, as Apache Pulsar 4.0 keeps it; keyless messages are left out), a non-compacted reader sees every message, a consumer
 with is_read_compacted reads the view then the rest of the topic, the compactionThreshold
 namespace policy compacts on its own, and bad requests get clear errors."""
 from __future__ import annotations
@@ -23,8 +23,9 @@ def _topic() -> str:
 
 
 def produce_keyed(client: pulsar.Client, topic: str, n: int, keys: int, tombstones: int) -> dict[str, bytes]:
-    """n messages round-robin over `keys` keys, then an empty payload for the first
-    `tombstones` keys; returns the latest value of every key still alive."""
+    """n messages round-robin over `keys` keys, then an empty payload (a tombstone, an entry
+    of its own) for the first `tombstones` keys; returns the latest message of every key as
+    the compacted view holds it: b"" for a tombstoned key (see `alive`)."""
     producer = client.create_producer(f"persistent://public/default/{topic}", batching_enabled=False,
                                       block_if_queue_full=True)
     latest: dict[str, bytes] = {}
@@ -41,11 +42,16 @@ def produce_keyed(client: pulsar.Client, topic: str, n: int, keys: int, tombston
         latest[key] = value
     for t in range(tombstones):
         producer.send_async(b"", sent, partition_key=f"k{t}")
-        latest.pop(f"k{t}")
+        latest[f"k{t}"] = b""
     producer.flush()
     producer.close()
     assert not failures, failures[:3]
     return latest
+
+
+def alive(latest: dict[str, bytes]) -> dict[str, bytes]:
+    """The keys a table view holds: those whose latest message is not a tombstone."""
+    return {k: v for k, v in latest.items() if v}
 
 
 def compact_and_wait(broker: BrokerProcess, topic: str, timeout: float = 60.0) -> dict[str, Any]:
@@ -77,18 +83,19 @@ def read_all(client: pulsar.Client, topic: str, compacted: bool) -> list[pulsar.
         reader.close()
 
 
-def test_compacted_reader_sees_the_80_latest_values(broker: BrokerProcess, client: pulsar.Client) -> None:
+def test_compacted_reader_sees_the_80_latest_values_and_20_tombstones(broker: BrokerProcess,
+                                                                      client: pulsar.Client) -> None:
     topic = _topic()
     # a subscription that has not read anything keeps the topic's entries (retention 0)
     keeper = client.subscribe(f"persistent://public/default/{topic}", "keeper",
                               initial_position=pulsar.InitialPosition.Earliest)
     latest = produce_keyed(client, topic, 10_000, 100, 20)
-    assert len(latest) == 80
+    assert len(alive(latest)) == 80
     assert call(broker.admin_url, "GET", P + topic + "/compaction")[1] == {"status": "NOT_RUN", "lastError": ""}
     assert compact_and_wait(broker, topic) == {"status": "SUCCESS", "lastError": ""}
     got = read_all(client, topic, compacted=True)
     assert {m.partition_key(): m.data() for m in got} == latest
-    assert len(got) == 80
+    assert len(got) == 100
     everything = read_all(client, topic, compacted=False)
     assert len(everything) == 10_020
     assert [m.data() for m in everything[-20:]] == [b""] * 20
@@ -190,7 +197,7 @@ def test_table_view_is_built_on_the_compacted_topic(broker: BrokerProcess, clien
     try:
         seen: dict[str, bytes] = {}
         table.for_each(lambda key, value: seen.__setitem__(key, value))
-        assert seen == latest
+        assert seen == alive(latest)
         producer = client.create_producer(full, batching_enabled=False)
         producer.send(b"fresh", partition_key="k10")
         producer.send(b"", partition_key="k11")  # a tombstone after the horizon
@@ -223,13 +230,14 @@ def test_batches_keep_their_latest_messages(broker: BrokerProcess, client: pulsa
     assert {m.partition_key(): str(m.message_id()) for m in got} == {k: str(v) for k, v in ids.items()}
 
 
-def test_every_key_removed_gives_an_empty_view(broker: BrokerProcess, client: pulsar.Client) -> None:
-    """All keys tombstoned: a compacted reader has nothing available (GetLastMessageId answers
-    entry -1), and a TableView starts empty instead of waiting forever."""
+def test_every_key_removed_leaves_only_tombstones(broker: BrokerProcess, client: pulsar.Client) -> None:
+    """All keys tombstoned: a compacted reader gets the tombstones, then nothing is available,
+    and a TableView starts empty instead of waiting forever."""
     topic = _topic()
-    assert produce_keyed(client, topic, 10, 2, 2) == {}
+    assert produce_keyed(client, topic, 10, 2, 2) == {"k0": b"", "k1": b""}
     compact_and_wait(broker, topic)
-    assert read_all(client, topic, compacted=True) == []
+    assert [(m.partition_key(), m.data()) for m in read_all(client, topic, compacted=True)] == [
+        ("k0", b""), ("k1", b"")]
     table = client.create_table_view(f"persistent://public/default/{topic}")
     try:
         seen: dict[str, bytes] = {}
@@ -237,3 +245,33 @@ def test_every_key_removed_gives_an_empty_view(broker: BrokerProcess, client: pu
         assert seen == {}
     finally:
         table.close()
+
+
+def test_compacted_reader_receives_the_last_tombstone_then_has_nothing_available(
+        broker: BrokerProcess, client: pulsar.Client) -> None:
+    """A topic whose last message is a tombstone, as Apache Pulsar 4.0.8 answers it: a
+    tombstone sent as an entry of its own stays in the compacted view as its key's latest
+    message, so a read_compacted reader receives the deletion (under its original id) as its
+    last message and has_message_available() then turns false; the value it deleted is
+    gone, and a tombstone before the last one is kept the same way."""
+    topic = _topic()
+    full = f"persistent://public/default/{topic}"
+    keeper = client.subscribe(full, "keeper", initial_position=pulsar.InitialPosition.Earliest)
+    producer = client.create_producer(full, batching_enabled=False)
+    producer.send(b"v1", partition_key="k1")
+    producer.send(b"v2", partition_key="k2")
+    deleted_k2 = producer.send(b"", partition_key="k2")
+    deleted_k1 = producer.send(b"", partition_key="k1")
+    producer.close()
+    compact_and_wait(broker, topic)
+    reader = client.create_reader(full, pulsar.MessageId.earliest, is_read_compacted=True)
+    try:
+        got = []
+        while reader.has_message_available():
+            got.append(reader.read_next(timeout_millis=10_000))
+        assert [(m.partition_key(), m.data(), str(m.message_id())) for m in got] == [
+            ("k2", b"", str(deleted_k2)), ("k1", b"", str(deleted_k1))]
+        assert not reader.has_message_available()
+    finally:
+        reader.close()
+        keeper.close()

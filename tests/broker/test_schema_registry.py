@@ -12,7 +12,7 @@ from typing import Any
 
 import pulsar
 import pytest
-from pulsar.schema import AvroSchema, Integer, JsonSchema, Record, String
+from pulsar.schema import AvroSchema, Boolean, Integer, JsonSchema, Record, String
 
 from tests.admin.helpers import call
 from tests.conftest import BrokerProcess, _quiet_logger
@@ -320,3 +320,61 @@ def test_v3_removing_a_required_field_refused_under_full_accepted_under_backward
     assert all(not hasattr(m.value(), "age") for m in got)  # v3 has no `age`
     for c in (consumer, p1, p2, p3):
         c.close()
+
+
+def test_forward_accepts_a_nullable_field_made_required_and_old_reader_reads_both(
+        broker: BrokerProcess, pclient: pulsar.Client, namespace: str) -> None:
+    """The Python client's schema_test.test_schema_evolve, as Apache Pulsar answers it: under
+    FORWARD the old schema must read the new one's data, and a reader of ["null", "int"] reads
+    an "int"; the record's name (User1, User2) is not compared (Avro's resolving grammar,
+    which Pulsar's checker runs, matches records by structure)."""
+    class User1(Record):
+        name = String()
+        age = Integer()
+
+    class User2(Record):
+        _sorted_fields = True
+        name = String()
+        age = Integer(required=True)
+
+    set_strategy(broker, namespace, "FORWARD")
+    topic = f"persistent://{namespace}/evolve"
+    p1 = pclient.create_producer(topic, schema=AvroSchema(User1))
+    reader = pclient.create_reader(topic, schema=AvroSchema(User1), start_message_id=pulsar.MessageId.earliest)
+    p2 = pclient.create_producer(topic, schema=AvroSchema(User2))
+    p1.send(User1(name="one", age=100))
+    p2.send(User2(name="two", age=200))
+    got = [reader.read_next(10_000).value() for _ in range(2)]
+    assert [(v.name, v.age) for v in got] == [("one", 100), ("two", 200)]
+    for c in (reader, p1, p2):
+        c.close()
+
+
+def test_full_accepts_the_same_record_with_defaults_on_every_field(
+        broker: BrokerProcess, pclient: pulsar.Client, namespace: str) -> None:
+    """The Python client's schema_test.test_avro_required_default under the default FULL:
+    accepted by Apache Pulsar (each schema reads the other's data; names are not compared)."""
+    class Sub(Record):
+        _sorted_fields = True
+        x = Integer()
+        z = String()
+
+    class Example(Record):
+        a = Integer()
+        b = Boolean(required=True)
+        f = String()
+        j = Sub()
+
+    class ExampleRequiredDefault(Record):
+        _sorted_fields = True
+        a = Integer(required_default=True)
+        b = Boolean(required=True, required_default=True)
+        f = String(required_default=True)
+        j = Sub(required_default=True)
+
+    topic = f"persistent://{namespace}/defaults"
+    first = pclient.create_producer(topic, schema=AvroSchema(Example))
+    second = pclient.create_producer(topic, schema=AvroSchema(ExampleRequiredDefault))
+    assert [v["version"] for v in all_versions(broker, f"{namespace}/defaults")["getSchemaResponses"]] == [0, 1]
+    first.close()
+    second.close()

@@ -182,3 +182,83 @@ def test_seek_and_readers_with_pulsar_asyncio(broker: BrokerProcess) -> None:
             await client.close()
 
     asyncio.run(run())
+
+
+def _internal_entries(b: BrokerProcess, topic: str) -> int:
+    from tests.admin.helpers import call
+
+    status, body = call(b.admin_url, "GET", "/admin/v2/" + topic.replace("://", "/") + "/internalStats")
+    assert status == 200, body
+    return int(body["numberOfEntries"])
+
+
+def _acked_and_trimmed(b: BrokerProcess, topic: str, sub: str) -> None:
+    """Wait until the broker has every ack of `sub` (no backlog), then trim now (the trim
+    decides its cut at once: what it keeps is what a seek back can replay)."""
+    from tests.admin.helpers import call
+    from tests.conftest import wait_until
+
+    path = "/admin/v2/" + topic.replace("://", "/")
+
+    def no_backlog() -> bool:
+        status, body = call(b.admin_url, "GET", path + "/stats")
+        return status == 200 and body["subscriptions"][sub]["msgBacklog"] == 0
+
+    assert wait_until(no_backlog)
+    assert call(b.admin_url, "POST", path + "/trim")[0] == 204
+
+
+def test_seek_back_replays_a_message_acknowledged_moments_ago(broker_factory: Callable[..., BrokerProcess]) -> None:
+    """The Python client's pulsar_test.test_seek ("replay after a fix"), as Apache Pulsar
+    answers it with its defaults (no retention): acknowledged entries stay until their
+    ledger rolls over, so a consumer that acked every message can seek back and receive
+    them again. letterbox keeps acknowledged entries for acked_replay_minutes, 10 by
+    default (the broker's default, which test brokers turn off unless asked)."""
+    from letterbox.config import BrokerConfig
+    from tests.conftest import REPLAY_WINDOW
+
+    assert REPLAY_WINDOW["LETTERBOX_ACKED_REPLAY_MINUTES"] == str(BrokerConfig().acked_replay_minutes)
+    b = broker_factory(env=REPLAY_WINDOW)
+    client = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        topic = topic_name("replay")
+        consumer = client.subscribe(topic, "fix", consumer_type=pulsar.ConsumerType.Shared)
+        ids = publish(client, topic, [b"m0", b"m1", b"m2"])
+        for _ in ids:
+            consumer.acknowledge(consumer.receive(10_000))
+        _acked_and_trimmed(b, topic, "fix")
+        assert _internal_entries(b, topic) == 3
+        consumer.seek(pulsar.MessageId.earliest)
+        assert drain(consumer.receive, expect=3) == [b"m0", b"m1", b"m2"]
+        consumer.close()
+    finally:
+        client.close()
+
+
+def test_acknowledged_entries_go_after_the_replay_window_or_beyond_its_entry_cap(tmp_path: object) -> None:
+    """The replay window is bounded: entries older than acked_replay_minutes go at the next
+    trim (broker time, the manual clock here), and at most acked_replay_max_entries of the
+    newest acknowledged entries are kept meanwhile."""
+    from pathlib import Path
+
+    from tests.admin.helpers import call
+
+    b = BrokerProcess(Path(str(tmp_path)) / "d", env={"LETTERBOX_ACKED_REPLAY_MINUTES": "10",
+                                                      "LETTERBOX_ACKED_REPLAY_MAX_ENTRIES": "2"},
+                      args=["--clock", "manual", "--allow-test-clock"]).start()
+    c = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        topic = topic_name("bounded")
+        consumer = c.subscribe(topic, "s")
+        publish(c, topic, [b"a", b"b", b"c", b"d", b"e"])
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(10_000))
+        _acked_and_trimmed(b, topic, "s")
+        assert _internal_entries(b, topic) == 2  # the cap: the two newest stay
+        status, body = call(b.admin_url, "POST", f"/admin/v2/letterbox/clock/advance?ms={11 * 60_000}")
+        assert status == 200, body
+        _acked_and_trimmed(b, topic, "s")
+        assert _internal_entries(b, topic) == 0  # past the window
+    finally:
+        c.close()
+        b.stop()

@@ -83,7 +83,7 @@ def test_advertised_listeners_select_the_lookup_address(tmp_path: Any) -> None:
         assert _lookup(port, topic, "external").brokerServiceUrl == f"pulsar://localhost:{port}"
         refused = _lookup(port, topic, "nope")
         assert refused.response == refused.Failed and refused.error == 6  # ServiceNotReady
-        assert "no listener named 'nope'" in refused.message
+        assert "the broker do not have nope listener" in refused.message
         c = pulsar.Client(f"pulsar://127.0.0.1:{port}", listener_name="external", operation_timeout_seconds=10)
         try:
             c.create_producer(topic).send(b"through the external listener")
@@ -91,6 +91,26 @@ def test_advertised_listeners_select_the_lookup_address(tmp_path: Any) -> None:
             c.close()
     finally:
         b.stop()
+
+
+def test_a_listener_name_on_a_broker_without_advertised_listeners_is_refused(broker: BrokerProcess) -> None:
+    """The Python client's pulsar_test.test_listener_name_client, as Apache Pulsar answers it:
+    a broker without advertisedListeners has no named listener, so a LOOKUP naming one is
+    refused with ServiceNotReady and Pulsar's message ("the broker do not have test listener",
+    which the C++ client recognises and keeps its connection for), and creating a producer
+    fails at once with ConnectError (Pulsar 4.0.8 answers the same); without a name the same
+    lookup is answered."""
+    topic = "persistent://public/default/listener-less"
+    refused = _lookup(broker.port, topic, "test")
+    assert refused.response == refused.Failed and refused.error == 6  # ServiceNotReady
+    assert "the broker do not have test listener" in refused.message
+    assert _lookup(broker.port, topic, None).brokerServiceUrl
+    c = pulsar.Client(broker.url, listener_name="test", operation_timeout_seconds=3)
+    try:
+        with pytest.raises(pulsar.ConnectError):
+            c.create_producer(topic)
+    finally:
+        c.close()
 
 
 def test_bad_listener_configuration_is_refused(tmp_path: Any) -> None:

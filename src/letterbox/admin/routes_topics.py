@@ -147,7 +147,10 @@ class TopicRoutes:
 
     async def topic_stats(self, request: web.Request) -> web.Response:
         topic = self.admin.existing_topic(topic_name(request))
-        return web.json_response(self.admin.tracker.topic_stats(topic))
+        stats = self.admin.tracker.topic_stats(topic)
+        # Pulsar's TopicStats names the broker that owns the topic by its web address (host:port)
+        stats["ownerBroker"] = f"{self.admin.host(request)}:{self.admin.port or self.admin.tls_port}"
+        return web.json_response(stats)
 
     async def partitioned_stats(self, request: web.Request) -> web.Response:
         name = topic_name(request)

@@ -248,6 +248,8 @@ class StatsTracker:
         total: dict[str, Any] = {}
         for stats in partitions.values():
             for field, value in stats.items():
+                if field in PER_TOPIC_ONLY:
+                    continue
                 if field == "publishers":
                     total.setdefault(field, []).extend(value)
                 elif field == "subscriptions":
@@ -265,6 +267,10 @@ class StatsTracker:
         total["metadata"] = {"partitions": len(partitions)}
         total["partitions"] = partitions if per_partition else {}
         return total
+
+
+# fields of a topic's stats that Pulsar's PartitionedTopicStats does not sum up or carry
+PER_TOPIC_ONLY = frozenset({"deduplicationStatus", "ownerBroker"})
 
 
 def empty_topic_stats() -> dict[str, Any]:

@@ -7,13 +7,13 @@
 # query parameter (else the `X-Pulsar-ListenerName` header, as Pulsar reads them),
 # the internal listener without a name; an unknown name is a 500 naming the
 # listeners, as Pulsar answers it. Without advertisedListeners, this broker's own
-# URLs (a listener name is ignored, as in the binary LOOKUP).
+# URLs, and a 500 for any listener name (as in the binary LOOKUP).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from letterbox.admin.http_errors import AdminError
-from letterbox.advertised_listeners import internal_name
+from letterbox.advertised_listeners import internal_name, unknown_listener
 from letterbox.advertised_listeners import parse as parse_listeners
 from letterbox.advertised_listeners import select as select_listener
 from letterbox.errors import ServiceNotReady
@@ -79,6 +79,8 @@ def lookup_data(admin: AdminContext, request: web.Request, own: dict[str, str]) 
         except ServiceNotReady as exc:
             raise AdminError(500, str(exc)) from None
         tls = tls or ""
+    elif requested_listener(request):  # no advertisedListeners: no named listener, as Pulsar
+        raise AdminError(500, str(unknown_listener(requested_listener(request), {})))
     else:
         plain = own.get("brokerServiceUrl") or own.get("brokerServiceUrlTls", "")
         tls = own.get("brokerServiceUrlTls", "")

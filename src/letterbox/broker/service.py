@@ -159,10 +159,11 @@ class BrokerService:
         self.inactive_topics.start()
 
     def _expire_retained(self) -> None:
-        """Retention runs on a clock: acked entries age out even when no ack arrives."""
+        """Retention and the replay window run on a clock: acked entries age out even when
+        no ack arrives."""
         for topic in self.topics.values():
             if isinstance(topic, PersistentTopic) and (
-                topic.ledger.retention_ms > 0 or topic.ledger.retention_bytes >= 0
+                topic.ledger.retention_ms > 0 or topic.ledger.retention_bytes >= 0 or topic.ledger.replay_ms > 0
             ):
                 topic.ledger.trim()
 

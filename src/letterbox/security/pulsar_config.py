@@ -29,6 +29,8 @@ PULSAR_KEYS: dict[str, str] = {
     "defaultNumPartitions": "default_num_partitions",
     "brokerDeduplicationEnabled": "deduplication_enabled",
     "defaultRetentionTimeInMinutes": "retention_time_minutes",
+    "managedLedgerMinLedgerRolloverTimeMinutes": "acked_replay_minutes",
+    "managedLedgerMaxEntriesPerLedger": "acked_replay_max_entries",
     "brokerMaxConnections": "broker_max_connections",
     "brokerMaxConnectionsPerIp": "broker_max_connections_per_ip",
     "maxPendingPublishRequestsPerConnection": "max_pending_publish_requests_per_connection",

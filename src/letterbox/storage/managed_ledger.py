@@ -68,6 +68,8 @@ class ManagedLedger:
         # them, -1 = keep forever, n > 0 = keep for n milliseconds after publishing
         self.retention_ms = 0
         self.retention_bytes = -1  # no size limit
+        self.replay_ms = 0  # no replay window (retention.py); the broker sets its own
+        self.replay_entries = 0
         self._pushed_seq: dict[str, int] = dict(self._seq)
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[Position], None]] = []

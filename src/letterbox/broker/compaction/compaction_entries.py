@@ -4,7 +4,8 @@
 #                         batch index -1 for an entry that is not a batch; key None for a
 #                         message without a key (Pulsar leaves those out of the compacted
 #                         view); is_null for a message whose payload is empty or marked
-#                         null_value (a tombstone: it removes its key from the view).
+#                         null_value (a tombstone: it removes its key from the view when
+#                         it is inside a batch, and is its key's latest value otherwise).
 #                         Messages a previous compaction marked compacted_out are skipped.
 #   compacted_copy(entry, keep)
 #                         the entry as the compacted view stores it: as it is when every

@@ -4,8 +4,10 @@
 # A run over a topic, horizon H = the last confirmed entry when it starts:
 #   phase 1  reads the view in force (up to its horizon H0) then the ledger's entries
 #            H0+1..H, chunk by chunk, and keeps the latest (entry, batch index) per key; a
-#            message with an empty / null payload removes its key, a message without a key
-#            is left out (as Pulsar);
+#            message with an empty / null payload (a tombstone) is kept as its key's latest
+#            when it is an entry of its own -- compacted readers receive the deletion --
+#            and removes its key when it is inside a batch; a message without a key is left
+#            out (all as Apache Pulsar 4.0's compactor does);
 #   phase 2  reads the same sources again and writes a copy of every entry still holding
 #            a latest value into a new generation, `compaction_chunk_entries` rows per
 #            storage transaction; then one submission makes the new generation the view in
@@ -22,7 +24,11 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.compaction.compaction_entries import compacted_copy, keyed_messages
+from letterbox.broker.compaction.compaction_entries import (
+    NOT_BATCHED,
+    compacted_copy,
+    keyed_messages,
+)
 from letterbox.clock import Periodic
 from letterbox.protocol.framing import MalformedFrame
 from letterbox.storage.compaction import CompactedHorizon, CompactedViews
@@ -109,7 +115,7 @@ class Compactor:
                 for msg in _messages(entry, name=str(topic.name)):
                     if msg.key is None:
                         continue
-                    if msg.is_null:
+                    if msg.is_null and msg.index != NOT_BATCHED:
                         latest.pop(msg.key, None)
                     else:
                         latest[msg.key] = (entry.entry_id, msg.index)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from letterbox.advertised_listeners import internal_name
+from letterbox.advertised_listeners import internal_name, unknown_listener
 from letterbox.advertised_listeners import parse as parse_listeners
 from letterbox.advertised_listeners import select as select_listener
 from letterbox.broker.schemas.schema_registry import (
@@ -30,10 +30,12 @@ def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
     name = TopicName.parse(c.topic)
     cnx.service.authorization.check_lookup(cnx.role, name)
     cfg = cnx.service.config
+    requested = c.advertised_listener_name if c.HasField("advertised_listener_name") else ""
     if cfg.advertised_listeners:  # advertisedListeners: the one the client names, else the internal one
         listeners = parse_listeners(cfg.advertised_listeners)
-        plain, tls = select_listener(listeners, internal_name(listeners, cfg.internal_listener_name),
-                                     c.advertised_listener_name if c.HasField("advertised_listener_name") else "")
+        plain, tls = select_listener(listeners, internal_name(listeners, cfg.internal_listener_name), requested)
+    elif requested:
+        raise unknown_listener(requested, {})
     else:
         plain, tls = cnx.advertised_urls()
     cnx.write(commands.lookup_response(c.request_id, plain, broker_url_tls=tls))

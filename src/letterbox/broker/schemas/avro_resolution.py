@@ -4,14 +4,21 @@
 #   parse(text)              the definition as a small typed tree; AvroSchemaError
 #                            (a ValueError) names what is malformed and where;
 #   can_read(reader, writer) None when data written with `writer` can be read with
-#                            `reader` (Avro's resolution), else the first reason why not.
-# Rules: same primitive, or a promotion (int -> long/float/double, long ->
-# float/double, float -> double, string <-> bytes); records match by full name
-# (or a reader alias), every reader field is in the writer (by name or alias)
-# with a readable type or has a default, writer-only fields are skipped;
-# enums: every writer symbol is a reader symbol unless the reader has a default;
-# fixed: same name and size; arrays/maps by items/values; a writer union is
-# readable when each branch is; a reader union reads what one branch reads.
+#                            `reader`, else the first reason why not.
+# can_read is the check Apache Pulsar's broker runs (Avro's SchemaValidator, whose
+# strategies ask Avro's resolving grammar for errors), so it answers as Pulsar does:
+# - same primitive, or a promotion (int -> long/float/double, long -> float/double,
+#   float -> double, string <-> bytes);
+# - records resolve by structure, their names are not compared: every reader field
+#   is a writer field of the same name with a readable type, or has a default;
+#   writer-only fields are skipped; aliases are not applied;
+# - enums need the same full name (a writer symbol the reader lacks is no error: the
+#   grammar maps it to a failure at read time only); fixed: same full name and size;
+# - arrays and maps by items and values;
+# - a writer union is readable when each of its branches is; a reader union reads a
+#   non-union writer through its first matching branch: the same primitive type, a
+#   named type of the same full name, else a record that resolves (one of the same
+#   short name preferred), else a promotion.
 # Logical types are read as their underlying type.
 from __future__ import annotations
 
@@ -203,6 +210,19 @@ def can_read(reader: AvroType, writer: AvroType) -> str | None:
     return _resolve(reader, writer, set(), "")
 
 
+def _kind(t: AvroType) -> str:
+    if isinstance(t, Primitive):
+        return t.name
+    if isinstance(t, Named):
+        return t.kind
+    return "array" if isinstance(t, Array) else "map" if isinstance(t, Map) else "union"
+
+
+def _promotes(writer: AvroType, reader: AvroType) -> bool:
+    return isinstance(writer, Primitive) and isinstance(reader, Primitive) \
+        and reader.name in PROMOTIONS.get(writer.name, ())
+
+
 def _resolve(r: AvroType, w: AvroType, seen: set[tuple[int, int]], path: str) -> str | None:
     at = f" at {path}" if path else ""
     if isinstance(w, UnionType):
@@ -212,44 +232,66 @@ def _resolve(r: AvroType, w: AvroType, seen: set[tuple[int, int]], path: str) ->
                 return reason
         return None
     if isinstance(r, UnionType):
-        if any(_resolve(b, w, seen, path) is None for b in r.branches):
+        branch = _matching_branch(r, w, seen, path)
+        if branch is None:
+            return f"{describe(r)}{at} cannot read {describe(w)}"
+        return _resolve(branch, w, seen, path)
+    if _kind(r) != _kind(w):
+        if _promotes(w, r):
             return None
-        return f"{describe(r)}{at} cannot read {describe(w)}"
-    if isinstance(r, Primitive) and isinstance(w, Primitive):
-        if r.name == w.name or r.name in PROMOTIONS.get(w.name, ()):
-            return None
-        return f"{w.name}{at} cannot be read as {r.name}"
+        return f"{describe(w)}{at} cannot be read as {describe(r)}"
+    if isinstance(r, Primitive):
+        return None
     if isinstance(r, Array) and isinstance(w, Array):
         return _resolve(r.items, w.items, seen, f"{path}[]")
     if isinstance(r, Map) and isinstance(w, Map):
         return _resolve(r.values, w.values, seen, f"{path}{{}}")
-    if isinstance(r, Named) and isinstance(w, Named) and r.kind == w.kind:
-        if w.fullname != r.fullname and w.fullname not in r.aliases:
-            return f"{r.kind} name {r.fullname}{at} does not match {w.fullname}"
-        key = (id(r), id(w))
-        if key in seen:
-            return None
-        seen.add(key)
-        return _resolve_named(r, w, seen, path or r.fullname)
-    return f"{describe(w)}{at} cannot be read as {describe(r)}"
-
-
-def _resolve_named(r: Named, w: Named, seen: set[tuple[int, int]], path: str) -> str | None:
+    assert isinstance(r, Named) and isinstance(w, Named)
     if r.kind == "fixed":
-        return None if r.size == w.size else f"fixed {r.fullname} size {w.size} cannot be read as size {r.size}"
-    if r.kind == "enum":
-        missing = [s for s in w.symbols if s not in r.symbols]
-        if missing and r.enum_default is None:
-            return f"enum {r.fullname} lacks symbol(s) {missing} of the writer and has no default"
+        if r.fullname != w.fullname or r.size != w.size:
+            return f"fixed {w.fullname} (size {w.size}){at} cannot be read as fixed {r.fullname} (size {r.size})"
         return None
+    if r.kind == "enum":
+        return None if r.fullname == w.fullname else f"enum {w.fullname}{at} cannot be read as enum {r.fullname}"
+    return _resolve_record(r, w, seen, path or r.fullname)
+
+
+def _matching_branch(r: UnionType, w: AvroType, seen: set[tuple[int, int]], path: str) -> AvroType | None:
+    """The reader union's branch that reads the (non-union) writer type, as Avro picks it."""
+    structural: AvroType | None = None
+    for b in r.branches:
+        if _kind(b) != _kind(w):
+            continue
+        if not isinstance(w, Named):
+            return b
+        assert isinstance(b, Named)
+        if b.fullname == w.fullname:
+            return b
+        if w.kind == "record" and (structural is None or _short(b) == _short(w)) \
+                and _resolve_record(b, w, set(seen), path) is None:
+            structural = b
+    if structural is not None:
+        return structural
+    return next((b for b in r.branches if _promotes(w, b)), None)
+
+
+def _short(t: Named) -> str:
+    return t.fullname.rsplit(".", 1)[-1]
+
+
+def _resolve_record(r: Named, w: Named, seen: set[tuple[int, int]], path: str) -> str | None:
+    key = (id(r), id(w))
+    if key in seen:
+        return None
+    seen.add(key)
     written = {f.name: f for f in w.fields}
     for rf in r.fields:
-        wf = written.get(rf.name) or next((written[a] for a in rf.aliases if a in written), None)
-        if wf is None:
-            if not rf.has_default:
-                return f"field {path}.{rf.name} is not in the writer's schema and has no default"
-            continue
-        reason = _resolve(rf.type, wf.type, seen, f"{path}.{rf.name}")
-        if reason is not None:
-            return reason
+        if rf.name not in written and not rf.has_default:
+            return f"field {path}.{rf.name} is not in the writer's schema and has no default"
+    for rf in r.fields:
+        wf = written.get(rf.name)
+        if wf is not None:
+            reason = _resolve(rf.type, wf.type, seen, f"{path}.{rf.name}")
+            if reason is not None:
+                return reason
     return None

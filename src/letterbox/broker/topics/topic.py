@@ -186,6 +186,8 @@ class PersistentTopic(Topic):
         ns = self.name.namespace_name
         self.ledger.retention_ms = policies.retention_ms(ns)
         self.ledger.retention_bytes = policies.retention_bytes(ns)
+        self.ledger.replay_ms = self.service.config.acked_replay_minutes * 60_000
+        self.ledger.replay_entries = self.service.config.acked_replay_max_entries
         self._deduplication = policies.deduplication(ns)
         self.namespace_subscription_policy = policies.subscription_policy(ns)
         self.limits = limits_for(self.service, self.name)
