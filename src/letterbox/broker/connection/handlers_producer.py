@@ -26,7 +26,7 @@ from letterbox.protocol import MalformedFrame, commands, pb
 from letterbox.protocol.framing import Frame, SendFacts, SendScan, parse_send_payload
 from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
 from letterbox.protocol.send_decoder import SendCommand
-from letterbox.storage.errors import StorageError, is_storage_fault
+from letterbox.storage.errors import StorageError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -314,16 +314,7 @@ def _chain(
     def on_durable(f: asyncio.Future[Position]) -> None:
         cnx.flow.publish_done(pending_bytes)
         if f.cancelled() or f.exception() is not None:
-            err = f.exception() if not f.cancelled() else None
-            # a storage fault is logged once by the store (degraded); a resend must not be
-            # taken for a duplicate of what was never stored
-            level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
-            log.log(level, "append failed for producer %s: %s", p.name, err)
-            if isinstance(p.topic, PersistentTopic) and p.topic.deduplication_enabled():
-                p.highest_sequence_pushed = p.topic.ledger.last_pushed_sequence_id(p.name)
-            cnx.write(
-                commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}")
-            )
+            send_batch.refuse_unstored(cnx, p, [seq], f.exception() if not f.cancelled() else None)
             return
         pos = f.result()
         cnx.write(commands.send_receipt(p.producer_id, seq, pos.ledger_id, pos.entry_id, highest))

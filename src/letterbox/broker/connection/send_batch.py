@@ -85,14 +85,19 @@ def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending],
     cnx.flow.publish_done(nbytes, len(batch))
     err = None if f.cancelled() else f.exception()
     if err is not None or f.cancelled():
-        # a storage fault is logged once by the store (degraded); a resend must not be
-        # taken for a duplicate of what was never stored
-        level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
-        log.log(level, "append failed for producer %s: %s", p.name, err)
-        topic = p.topic
-        if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
-            p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
-        for _eid, seq, _highest, _nbytes in batch:
-            cnx.write(commands.send_error(pid, seq, ServerError.PersistenceError, f"could not store message: {err}"))
+        refuse_unstored(cnx, p, [seq for _eid, seq, _highest, _nbytes in batch], err)
         return
     cnx.write(encode_pending_receipts(pid, ledger_id, batch))
+
+
+def refuse_unstored(cnx: ServerCnx, p: Producer, seqs: list[int], err: BaseException | None) -> None:
+    """The one reply to SENDs that were not stored: PersistenceError for each, in order. A
+    storage fault is logged once by the store (degraded); a resend must not be taken for a
+    duplicate of what was never stored, so the producer's dedup position is read back."""
+    level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
+    log.log(level, "append failed for producer %s: %s", p.name, err)
+    topic = p.topic
+    if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
+        p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
+    for seq in seqs:
+        cnx.write(commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}"))
