@@ -20,7 +20,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from letterbox import failure
-from letterbox.broker.moves.moved_entry import build_raw_moved_entry, prepare_moved_append
+from letterbox.broker.moves.moved_entry import (
+    SchemaMap,
+    build_raw_moved_entry,
+    prepare_moved_append,
+)
 from letterbox.broker.moves.redrive_targets import terminated_refusal
 from letterbox.errors import NotAllowed
 from letterbox.failure import PolicyError, dead_letter_target
@@ -35,8 +39,10 @@ from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.moves.move_ends import MovedSubscription, MovesBroker
+    from letterbox.broker.moves.move_ends import MovedSubscription, MovedTopic, MovesBroker
     from letterbox.storage.entry import Entry
+    from letterbox.storage.managed_ledger import ManagedLedger
+    from letterbox.storage.transaction import PendingAppend, Transaction
 
 log = logging.getLogger("letterbox.dlq")
 MALFORMED_DESCRIPTION = "malformed message, moved as raw bytes"
@@ -87,16 +93,7 @@ async def move_to_dead_letter(
     DEAD_LETTER_DESCRIPTION saying why on its metadata: it is never retried forever."""
     source = sub.topic
     service = source.service
-    target_name = dead_letter_topic_name(source.name, sub.name, dlq_topic)
-    if not target_name.persistent:
-        raise NotAllowed(f"dead letter topic {target_name} must be persistent")
-    target = service.persistent_topic(target_name, create=True)
-    if initial_subscription and initial_subscription not in target.subscriptions:
-        target.subscription_for(initial_subscription, True, "earliest", None)
-    cursor = sub.cursor
-    if not isinstance(cursor, ManagedCursor):
-        raise NotAllowed("only durable subscriptions dead-letter on the broker")
-    _refuse_terminated(service, target_name)  # the messages stay unacknowledged (redelivered)
+    target_name, target, cursor = _dead_letter_ends(sub, dlq_topic, initial_subscription)
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
     moved_ids: list[int] = []
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
@@ -116,23 +113,7 @@ async def move_to_dead_letter(
             if stamps:
                 extra.update(stamps)
             dlq_entry_id = txn.next_entry_id(target.ledger)
-            try:
-                prepared = prepare_moved_append(
-                    txn, entry, source.name, target.ledger, extra=extra,
-                    skip_indexes=cursor.acked_indexes(eid), producer_name=producer_name, now=now,
-                    limit=service.config.max_message_size, schema=carry,
-                )
-            except Exception as exc:  # a malformed entry: its original bytes, with the reason
-                log.warning("entry %d of %s is malformed (%s): dead-lettered as raw bytes", eid, source.name, exc)
-                raw = build_raw_moved_entry(
-                    entry.data, ledger_id=entry.position.ledger_id, entry_id=eid,
-                    partition=source.name.partition_index, num_messages=entry.num_messages,
-                    extra={**extra, REAL_TOPIC: str(source.name),
-                           DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
-                    producer_name=producer_name, sequence_id=txn.next_entry_id(target.ledger), publish_time=now,
-                    schema=carry,
-                )
-                prepared = txn.append(target.ledger, raw, entry.num_messages, now), entry.num_messages
+            prepared = _append_dead_letter(txn, sub, entry, target.ledger, extra, producer_name, now, carry)
             moved_ids.append(eid)
             if prepared is not None:
                 poisoned.append((entry, dlq_entry_id))
@@ -153,6 +134,52 @@ async def move_to_dead_letter(
     service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
     log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
     return moved
+
+
+def _dead_letter_ends(sub: MovedSubscription, dlq_topic: str | None, initial_subscription: str | None
+                      ) -> tuple[TopicName, MovedTopic, ManagedCursor]:
+    """The dead letter topic of `sub` (created, with its initial subscription) and the source
+    cursor, or NotAllowed before anything is read: a non-persistent or terminated dead letter
+    topic, a non-durable subscription."""
+    source = sub.topic
+    service = source.service
+    target_name = dead_letter_topic_name(source.name, sub.name, dlq_topic)
+    if not target_name.persistent:
+        raise NotAllowed(f"dead letter topic {target_name} must be persistent")
+    target = service.persistent_topic(target_name, create=True)
+    if initial_subscription and initial_subscription not in target.subscriptions:
+        target.subscription_for(initial_subscription, True, "earliest", None)
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        raise NotAllowed("only durable subscriptions dead-letter on the broker")
+    _refuse_terminated(service, target_name)  # the messages stay unacknowledged (redelivered)
+    return target_name, target, cursor
+
+
+def _append_dead_letter(txn: Transaction, sub: MovedSubscription, entry: Entry, dlq: ManagedLedger,
+                        extra: dict[str, str], producer_name: str, now: int, carry: SchemaMap
+                        ) -> tuple[PendingAppend, int] | None:
+    """Append `entry`'s unacknowledged messages, stamped, to the dead letter ledger in `txn`
+    (None: none left); a malformed entry goes as its original bytes, saying why."""
+    source = sub.topic
+    eid = entry.position.entry_id
+    try:
+        return prepare_moved_append(
+            txn, entry, source.name, dlq, extra=extra,
+            skip_indexes=sub.cursor.acked_indexes(eid), producer_name=producer_name, now=now,
+            limit=source.service.config.max_message_size, schema=carry,
+        )
+    except Exception as exc:  # a malformed entry: its original bytes, with the reason
+        log.warning("entry %d of %s is malformed (%s): dead-lettered as raw bytes", eid, source.name, exc)
+        raw = build_raw_moved_entry(
+            entry.data, ledger_id=entry.position.ledger_id, entry_id=eid,
+            partition=source.name.partition_index, num_messages=entry.num_messages,
+            extra={**extra, REAL_TOPIC: str(source.name),
+                   DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
+            producer_name=producer_name, sequence_id=txn.next_entry_id(dlq), publish_time=now,
+            schema=carry,
+        )
+        return txn.append(dlq, raw, entry.num_messages, now), entry.num_messages
 
 
 def _refuse_terminated(service: MovesBroker, target: TopicName) -> None:

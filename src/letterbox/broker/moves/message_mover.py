@@ -33,6 +33,7 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.move_ends import MovedSubscription
+    from letterbox.storage.position import Position
 
 log = logging.getLogger("letterbox.move")
 
@@ -62,17 +63,8 @@ async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
     stays unacknowledged in `sub` and the storage error is raised."""
     source = sub.topic
     service = source.service
-    cursor = sub.cursor
-    if not isinstance(cursor, ManagedCursor):
-        raise NotAllowed("only durable subscriptions can move messages")
-    if not req.target.persistent:
-        raise NotAllowed(f"target topic {req.target} must be persistent")
-    if not 0 <= req.deliver_after_ms <= MAX_DELAY_MS:
-        raise NotAllowed(f"deliverAfterMs must be between 0 and {MAX_DELAY_MS}")
+    cursor = _check_request(sub, req)
     eid = req.entry_id
-    if eid >= source.ledger.next_entry_id or eid < 0:
-        raise TopicNotFound(f"message {eid} does not exist on {source.name}")
-    _refuse_terminated(sub, req.target)
     target = service.persistent_topic(req.target, create=True)
     if req.initial_subscription and req.initial_subscription not in target.subscriptions:
         target.subscription_for(req.initial_subscription, True, "earliest", None)
@@ -122,14 +114,37 @@ async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
             service.storage_failed("move", exc, f"{source.name}/{sub.name} {eid}:{req.batch_index}")
             raise
     service.count_broker_appends(txn.appends)
+    return _moved(sub, req, cursor, append.position, count)
+
+
+def _moved(sub: MovedSubscription, req: MoveRequest, cursor: ManagedCursor, pos: Position,
+           count: int) -> MoveResult:
+    """After the commit: settle the source, count a dead letter, name the moved message."""
+    source, eid = sub.topic, req.entry_id
     if cursor.is_acked(eid):
         sub.settle_acknowledged(eid)
     if req.dead_letter_reason:
-        service.stats.dead_lettered(req.dead_letter_reason, count, str(source.name), sub.name)
-    pos = append.position
+        source.service.stats.dead_lettered(req.dead_letter_reason, count, str(source.name), sub.name)
     new_id = origin_message_id(pos.ledger_id, pos.entry_id, req.target.partition_index, -1)
     log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)
     return MoveResult(moved=True, message_id=new_id)
+
+
+def _check_request(sub: MovedSubscription, req: MoveRequest) -> ManagedCursor:
+    """Refuse a move before anything is read (a non-durable source, a non-persistent or
+    terminated target, a delay out of range, a message that never existed); the source's
+    cursor."""
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        raise NotAllowed("only durable subscriptions can move messages")
+    if not req.target.persistent:
+        raise NotAllowed(f"target topic {req.target} must be persistent")
+    if not 0 <= req.deliver_after_ms <= MAX_DELAY_MS:
+        raise NotAllowed(f"deliverAfterMs must be between 0 and {MAX_DELAY_MS}")
+    if req.entry_id >= sub.topic.ledger.next_entry_id or req.entry_id < 0:
+        raise TopicNotFound(f"message {req.entry_id} does not exist on {sub.topic.name}")
+    _refuse_terminated(sub, req.target)
+    return cursor
 
 
 def _refuse_terminated(sub: MovedSubscription, target: TopicName) -> None:
