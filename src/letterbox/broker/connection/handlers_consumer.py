@@ -27,6 +27,7 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.failure import FailurePolicy
     from letterbox.protocol import Frame
 
 log = logging.getLogger("letterbox.consumer")
@@ -66,25 +67,8 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
             return
         raise ServiceNotReady(f"Consumer {c.consumer_id} is already present on the connection")
     name = TopicName.parse(c.topic)
-    if not c.subscription:
-        raise NotAllowed("subscription name must not be empty")
-    problem = name_problem("subscription", c.subscription)  # the admin API's rules too
-    if problem is not None:
-        raise NotAllowed(f"invalid {problem}")
     service = cnx.service
-    service.authorization.check_consume(cnx.role, name, c.subscription)
-    metadata = {kv.key: kv.value for kv in c.metadata}
-    if service.config.pulsar_compatible_only:  # ignored, not refused, as Pulsar ignores unknown properties
-        metadata = without_letterbox_properties(metadata)
-    _check_dead_letter_target(cnx, name, c.subscription, metadata)
-    try:  # before the topic is made: a refused subscribe leaves nothing behind
-        policy = consumer_policy(metadata, c.subType)
-    except NotAllowed as exc:
-        # The official client raises a bare NotAllowedError; the reason is in its log and here.
-        log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)
-        raise
-    if c.read_compacted and c.subType not in (pb.CommandSubscribe.Exclusive, pb.CommandSubscribe.Failover):
-        raise NotAllowed("Read compacted is only allowed on Exclusive and Failover subscriptions (and readers)")
+    metadata, policy = _admit(cnx, c, name)
     force = c.force_topic_creation if c.HasField("force_topic_creation") else True
     if force:
         check_new_topic(service, name)
@@ -112,17 +96,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     durable = c.durable if c.HasField("durable") else True
     initial = "earliest" if c.initialPosition == pb.CommandSubscribe.Earliest else "latest"
     if isinstance(topic, NonPersistentTopic):
-        np_sub = topic.subscriptions.get(c.subscription)
-        if np_sub is None:
-            from letterbox.broker.topics.topic import NonPersistentSubscription
-
-            np_sub = NonPersistentSubscription(topic, c.subscription)
-            topic.subscriptions[c.subscription] = np_sub
-        np_sub.add_consumer(consumer, auto_split)
-        consumer.subscription = None
-        cnx.consumers[c.consumer_id] = consumer
-        service.np_consumers[consumer] = np_sub
-        cnx.write(commands.success(c.request_id))
+        _subscribe_non_persistent(cnx, c, topic, consumer, auto_split)
         return
     assert isinstance(topic, PersistentTopic)
     start = None
@@ -141,6 +115,47 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
             topic.remove_subscription(sub.name)
         raise
     cnx.consumers[c.consumer_id] = consumer
+    cnx.write(commands.success(c.request_id))
+
+
+def _admit(cnx: ServerCnx, c: pb.CommandSubscribe, name: TopicName) -> tuple[dict[str, str], FailurePolicy | None]:
+    """What is refused before the topic is made (a refused subscribe leaves nothing behind):
+    the subscription name, authorization, the dead letter target, the failure policy of the
+    consumer's properties, read_compacted; the consumer's metadata and that policy."""
+    if not c.subscription:
+        raise NotAllowed("subscription name must not be empty")
+    problem = name_problem("subscription", c.subscription)  # the admin API's rules too
+    if problem is not None:
+        raise NotAllowed(f"invalid {problem}")
+    service = cnx.service
+    service.authorization.check_consume(cnx.role, name, c.subscription)
+    metadata = {kv.key: kv.value for kv in c.metadata}
+    if service.config.pulsar_compatible_only:  # ignored, not refused, as Pulsar ignores unknown properties
+        metadata = without_letterbox_properties(metadata)
+    _check_dead_letter_target(cnx, name, c.subscription, metadata)
+    try:
+        policy = consumer_policy(metadata, c.subType)
+    except NotAllowed as exc:
+        # The official client raises a bare NotAllowedError; the reason is in its log and here.
+        log.warning("subscribe of %r to %s from %s refused: %s", c.subscription, name, cnx.remote, exc.message)
+        raise
+    if c.read_compacted and c.subType not in (pb.CommandSubscribe.Exclusive, pb.CommandSubscribe.Failover):
+        raise NotAllowed("Read compacted is only allowed on Exclusive and Failover subscriptions (and readers)")
+    return metadata, policy
+
+
+def _subscribe_non_persistent(cnx: ServerCnx, c: pb.CommandSubscribe, topic: NonPersistentTopic,
+                              consumer: Consumer, auto_split: bool) -> None:
+    np_sub = topic.subscriptions.get(c.subscription)
+    if np_sub is None:
+        from letterbox.broker.topics.topic import NonPersistentSubscription
+
+        np_sub = NonPersistentSubscription(topic, c.subscription)
+        topic.subscriptions[c.subscription] = np_sub
+    np_sub.add_consumer(consumer, auto_split)
+    consumer.subscription = None
+    cnx.consumers[c.consumer_id] = consumer
+    cnx.service.np_consumers[consumer] = np_sub
     cnx.write(commands.success(c.request_id))
 
 
