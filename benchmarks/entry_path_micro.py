@@ -47,8 +47,8 @@ class FakeCnx:
 
 
 async def measure(reps: int, sub_type: int, data_dir: Path) -> dict[str, float]:
-    from letterbox.broker.consumer import Consumer
     from letterbox.broker.service import BrokerService
+    from letterbox.broker.topics.consumer import Consumer
     from letterbox.config import BrokerConfig
     from letterbox.protocol import build_headers_and_payload, pb
     from letterbox.storage.append_run import reserve_row

@@ -1,5 +1,5 @@
 # Advertised listeners (Pulsar's broker.conf `advertisedListeners` and
-# `internalListenerName`; config.py validates them, broker/handlers_topic.py answers
+# `internalListenerName`; config.py validates them, broker/connection/handlers_topic.py answers
 # LOOKUP with them): named sets of addresses clients are told to connect to,
 # e.g. `internal:pulsar://10.0.0.5:6650,internal:pulsar+ssl://10.0.0.5:6651,
 # external:pulsar://broker.example.com:6650`. A LOOKUP carrying

@@ -49,7 +49,7 @@ class BrokerConfig:
     port: int | None = 6650  # None: no plain pulsar:// listener
     admin_port: int | None = 8080  # None: no plain http:// admin listener
     advertised_address: str = ""
-    # advertisedListeners / internalListenerName (broker/listeners.py): "" = off
+    # advertisedListeners / internalListenerName (advertised_listeners.py): "" = off
     advertised_listeners: str = ""
     internal_listener_name: str = ""
     # durability: "full" fsyncs before every receipt batch, "normal" survives a
@@ -117,10 +117,10 @@ class BrokerConfig:
     allow_test_clock: bool = False
     # --- delivery attempt log (letterbox) ---
     attempt_log_size: int = 10  # failed deliveries kept per message (the last N)
-    # --- topic compaction (broker/compactor.py) ---
+    # --- topic compaction (broker/compaction/compactor.py) ---
     compaction_chunk_entries: int = 1000  # entries read, and view rows written, per step
     compaction_monitor_interval_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
-    # --- schema registry (broker/schema_registry.py) ---
+    # --- schema registry (broker/schemas/schema_registry.py) ---
     schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy: namespaces without a policy
     # --- behave as Apache Pulsar (admin/compat_mode.py): every letterbox-only extension off ---
     pulsar_compatible_only: bool = False

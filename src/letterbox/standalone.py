@@ -11,7 +11,7 @@ import logging
 import signal
 
 from letterbox.admin.server import AdminServer
-from letterbox.broker.service import BrokerService
+from letterbox.broker import BrokerService
 from letterbox.config import BrokerConfig
 from letterbox.security.tls import server_context
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from letterbox.broker.avro_resolution import AvroSchemaError, can_read, parse
+from letterbox.broker.schemas.avro_resolution import AvroSchemaError, can_read, parse
 
 
 def record(*fields: dict[str, Any], name: str = "User") -> str:

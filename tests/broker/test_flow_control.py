@@ -1,4 +1,4 @@
-"""Publish backpressure (broker/flow_control.py) on a real broker: a producer flooding SENDs
+"""Publish backpressure (broker/connection/flow_control.py) on a real broker: a producer flooding SENDs
 past maxPendingPublishRequestsPerConnection has its connection paused and resumed (the
 /metrics counters say so) and every message is receipted and stored once, in order; bytes
 awaiting storage past maxMessagePublishBufferSizeInMB pause another producer until they are

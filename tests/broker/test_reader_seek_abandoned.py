@@ -9,7 +9,7 @@ import uuid
 
 import pulsar
 
-from letterbox.broker.subscription import SOUGHT_GRACE_S
+from letterbox.broker.topics.subscription import SOUGHT_GRACE_S
 from letterbox.protocol import client_commands, pb
 from tests.broker.test_robustness import RawConn, _encode
 from tests.conftest import BrokerProcess, wait_until

@@ -1,5 +1,5 @@
 """SENDs read in one pass are stored as one writer submission per producer
-(broker/send_batch.py): their receipts still come in send order, after the entries are
+(broker/connection/send_batch.py): their receipts still come in send order, after the entries are
 durable, with contiguous entry ids; a refusal or a duplicate between them is answered in
 its place; a frame of another kind submits the SENDs before it first."""
 from __future__ import annotations

@@ -203,7 +203,7 @@ def test_key_shared_sticky_ranges(client: pulsar.Client) -> None:
         client.subscribe(topic, "sticky", consumer_type=pulsar.ConsumerType.KeyShared,
                          key_shared_policy=pulsar.ConsumerKeySharedPolicy(
                              pulsar.KeySharedMode.Sticky, sticky_ranges=[(100, 200)]))
-    from letterbox.broker.key_shared import sticky_key_hash
+    from letterbox.broker.topics.key_shared import sticky_key_hash
 
     producer = client.create_producer(topic, batching_enabled=False)
     keys = [f"k{i}" for i in range(40)]

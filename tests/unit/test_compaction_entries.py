@@ -1,8 +1,8 @@
-"""What compaction reads from and writes for one entry (broker/compaction_entries.py): keys,
+"""What compaction reads from and writes for one entry (broker/compaction/compaction_entries.py): keys,
 tombstones, keyless messages, batches rewritten with compacted_out, no sockets."""
 from __future__ import annotations
 
-from letterbox.broker.compaction_entries import (
+from letterbox.broker.compaction.compaction_entries import (
     NOT_BATCHED,
     KeyedMessage,
     compacted_copy,

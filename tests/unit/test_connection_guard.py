@@ -2,7 +2,7 @@
 in total. (Publish backpressure moved to flow_control.py: tests/unit/test_flow_control.py.)"""
 from __future__ import annotations
 
-from letterbox.broker.connection_guard import ConnectionLimiter
+from letterbox.broker.connection.connection_guard import ConnectionLimiter
 from letterbox.config import BrokerConfig
 
 

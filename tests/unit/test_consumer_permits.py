@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from letterbox.broker.consumer import MAX_PERMITS, Consumer
-from letterbox.broker.unacked_limits import PendingAcks, unblocked_room
+from letterbox.broker.policies.unacked_limits import PendingAcks, unblocked_room
+from letterbox.broker.topics.consumer import MAX_PERMITS, Consumer
 
 
 def consumer() -> Consumer:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import tracemalloc
 
-from letterbox.broker.delayed_index import DelayedDeliveryTracker
+from letterbox.broker.redelivery.delayed_index import DelayedDeliveryTracker
 
 
 class Clock:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from letterbox import failure
-from letterbox.broker import dispatch_runs, dispatcher
-from letterbox.broker.consumer import Consumer
 from letterbox.broker.service import BrokerService
+from letterbox.broker.topics import dispatch_runs, dispatcher
+from letterbox.broker.topics.consumer import Consumer
 from letterbox.config import BrokerConfig
 from letterbox.protocol import build_headers_and_payload, pb
 from letterbox.topic_name import TopicName

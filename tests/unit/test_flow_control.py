@@ -3,7 +3,7 @@ or all connections' bytes, pass their limits and resumes at half; closing gives 
 back. (The first two tests moved here from test_connection_guard.py with the backpressure.)"""
 from __future__ import annotations
 
-from letterbox.broker.flow_control import FlowControl, PublishBuffer
+from letterbox.broker.connection.flow_control import FlowControl, PublishBuffer
 from letterbox.config import BrokerConfig
 
 MB = 1024 * 1024

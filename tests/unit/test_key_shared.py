@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from letterbox.broker.key_shared import (
+from letterbox.broker.topics.key_shared import (
     HASH_RANGE_SIZE,
     ConsumerAssignError,
     HashRangeSelector,

@@ -1,10 +1,16 @@
 """Layout rules of src/letterbox, checked from the source text (no import is executed):
-every module is at most MAX_LINES lines, and the packages of letterbox import each other
-without a circle. Every import counts, including those under TYPE_CHECKING and inside
-functions: a lazy import hides a circle from the interpreter, not from the design."""
+every module is at most MAX_LINES lines, the packages of letterbox import each other
+without a circle, the rooms of letterbox.broker (its sub-packages and root modules) import
+each other only downward and without a circle, admin and standalone use the broker only
+through its face, and a comment names only files that exist. Every import counts, including
+those under TYPE_CHECKING and inside functions: a lazy import hides a circle from the
+interpreter, not from the design."""
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +23,12 @@ OVERSIZE_ALLOWED: dict[str, str] = {}
 # Packages whose modules must not import each other in a circle either (the lowest layers).
 MODULE_ACYCLIC = ("storage", "protocol")
 GENERATED = {"protocol/pulsar_api_pb2.py"}
+# The rooms of letterbox.broker (its sub-packages, and service.py), from the top: a room
+# imports only rooms after it (TYPE_CHECKING imports included). What a lower room needs of a
+# higher one it names as a Protocol of its own (topics.topic_broker, moves.move_ends, ...).
+BROKER_ROOMS = ("service", "connection", "topics", "redelivery", "moves", "compaction", "schemas", "policies")
+# What may use the broker only through letterbox.broker (its __init__, the face).
+BROKER_FACE_USERS = ("admin", "standalone")
 
 
 def _modules() -> Iterator[Path]:
@@ -164,6 +176,94 @@ def test_no_import_circle_between_modules(package: str) -> None:
     assert not circles, f"import circles inside letterbox.{package}: " + " | ".join(
         _edges(graph, c, why) for c in circles
     )
+
+
+def _broker_room(module: str) -> str | None:
+    """The room of a broker module: its sub-package (letterbox.broker.topics.topic -> topics) or,
+    for a module at the broker's root, the module (letterbox.broker.service -> service). The
+    face itself (letterbox.broker) is no room."""
+    parts = module.split(".")
+    if parts[:2] != ["letterbox", "broker"] or len(parts) < 3:
+        return None
+    broker = SRC / "broker"
+    if (broker / parts[2]).is_dir() or (broker / f"{parts[2]}.py").is_file():
+        return parts[2]
+    return None
+
+
+def _broker_room_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    graph: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], str] = {}
+    for path in _modules():
+        src = _broker_room(_module_name(path))
+        if src is None:
+            continue
+        graph.setdefault(src, set())
+        for target in _imports(path):
+            dst = _broker_room(target)
+            if dst is not None and dst != src:
+                graph[src].add(dst)
+                why.setdefault((src, dst), f"{_rel(path)} imports {target}")
+    return graph, why
+
+
+def test_no_import_circle_between_broker_rooms() -> None:
+    graph, why = _broker_room_graph()
+    circles = _cycles(graph)
+    assert not circles, "import circles between the rooms of letterbox.broker: " + " | ".join(
+        _edges(graph, c, why) for c in circles
+    )
+
+
+def test_broker_rooms_import_only_downward() -> None:
+    graph, why = _broker_room_graph()
+    unplaced = sorted(set(graph) - set(BROKER_ROOMS))
+    assert not unplaced, f"place these broker rooms in BROKER_ROOMS: {unplaced}"
+    rank = {room: i for i, room in enumerate(BROKER_ROOMS)}
+    upward = [why[(a, b)] for a in sorted(graph) for b in sorted(graph[a]) if rank[b] < rank[a]]
+    assert not upward, f"imports running back up the broker's rooms ({' > '.join(BROKER_ROOMS)}): {upward}"
+
+
+def test_admin_and_standalone_use_only_the_broker_face() -> None:
+    deep = []
+    for path in _modules():
+        if _unit(_module_name(path)) not in BROKER_FACE_USERS:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            deep += [f"{_rel(path)}:{node.lineno} {n}" for n in names if n.startswith("letterbox.broker.")]
+    assert not deep, f"import the broker through letterbox.broker, not its rooms: {deep}"
+
+
+_PY_PATH = re.compile(r"(?<![\w./-])((?:[a-z_][\w-]*/)*[a-z_]\w*\.py)\b")
+
+
+def _named_file_missing(path: Path, ref: str, names: set[str]) -> bool:
+    """Whether `ref` (a .py path named in a comment or string of `path`) names no file: a
+    path with a folder is read from the repository, src/, src/letterbox/ or a package that
+    holds `path`; a bare file name from anywhere in src/letterbox or the repository root."""
+    if "/" not in ref:
+        return ref not in names and not (SRC.parents[1] / ref).is_file()
+    bases = [SRC.parents[1], SRC.parent, *(d for d in path.parents if d.is_relative_to(SRC))]
+    return not any((base / ref).is_file() for base in bases)
+
+
+def test_comments_name_only_files_that_exist() -> None:
+    names = {p.name for p in SRC.rglob("*.py")}
+    stale = []
+    for path in _modules():
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+                continue
+            stale += [f"{_rel(path)}:{tok.start[0]} {m[1]}" for m in _PY_PATH.finditer(tok.string)
+                      if _named_file_missing(path, m[1], names)]
+    assert not stale, f"comments naming a file that does not exist (moved? say where it is now): {stale}"
 
 
 def test_the_checks_see_a_circle_and_an_oversize_module() -> None:

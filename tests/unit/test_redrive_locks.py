@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from letterbox.broker import redrive as rd
+from letterbox.broker.moves import redrive as rd
 
 
 def test_locks_exclude_and_are_forgotten() -> None:

@@ -14,13 +14,12 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.metrics import MetricsCache
 from letterbox.admin.stats import StatsTracker
-from letterbox.broker.namespace_policies import NAMESPACE_KEY
-from letterbox.broker.topic import Topic
+from letterbox.broker import NAMESPACE_KEY, Topic
 from letterbox.security.authorization import TENANT_KEY
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 CLUSTER_KEY = "cluster/"
 

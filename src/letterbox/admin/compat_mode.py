@@ -7,7 +7,7 @@
 # namespace dead-letter/backoff policies, the test clock) answers 404, as
 # Pulsar answers a path it does not have. The broker side (consumer
 # properties `letterbox.*` ignored, namespace failure policies off) is in
-# broker/handlers_consumer.py and broker/topic.py.
+# broker/connection/handlers_consumer.py and broker/topics/topic.py.
 # Invariant: with the setting off, nothing here changes any request.
 from __future__ import annotations
 

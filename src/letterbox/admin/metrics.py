@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from letterbox.admin.stats import _backlog_size
-from letterbox.broker.poison_suspects import suspect_count
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker import PersistentTopic, suspect_count
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.stats import StatsTracker
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 SLICE = 250  # topics read per event-loop turn
 MAX_AGE = 1.0  # seconds an expensive body is served again
@@ -59,7 +58,7 @@ TOPIC_FAMILIES = (
     ("pulsar_subscriptions_count", "gauge", "Subscriptions"),
     ("pulsar_consumers_count", "gauge", "Connected consumers"),
 )
-# Pulsar's names added for issue 15 item 7 (same labels as the families above)
+# Pulsar's own topic-level names too (same labels as the families above)
 PULSAR_TOPIC_FAMILIES = (
     ("pulsar_throughput_in", "gauge", "Bytes per second published (1 minute window)"),
     ("pulsar_throughput_out", "gauge", "Bytes per second dispatched (1 minute window)"),
@@ -93,14 +92,14 @@ BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move 
     ("letterbox_storage_faults_total", "counter", "Storage commits that failed on a storage fault"),
     ("letterbox_move_storage_failures_total", "counter",
      "Move transactions that failed in storage (nothing moved), by operation"),
-    # publish backpressure (broker/flow_control.py)
+    # publish backpressure (broker/connection/flow_control.py)
     ("letterbox_publish_buffer_bytes", "gauge", "Bytes of SENDs awaiting storage and unfinished frames, all connections"),
     ("letterbox_connections_paused", "gauge", "Connections not being read now (publish backpressure)"),
     ("letterbox_connection_read_pauses_total", "counter", "Times a connection stopped being read (publish backpressure)"),
     ("letterbox_publish_buffer_pauses_total", "counter",
      "Of those, pauses while all connections' bytes exceeded maxMessagePublishBufferSizeInMB"),
 )
-# letterbox's early warning (broker/poison_suspects.py, broker/dead_letter_rate.py)
+# letterbox's early warning (broker/redelivery/poison_suspects.py, broker/redelivery/dead_letter_rate.py)
 POISON_FAMILY = (
     "letterbox_subscription_poison_suspects", "gauge",
     "Unacknowledged messages redelivered more than half the times the dead-letter policy allows",

@@ -1,5 +1,5 @@
-# The delivery attempt log over the admin API (letterbox extension, issue 14
-# items 1 and 2; broker/delivery_attempts.py does the work):
+# The delivery attempt log over the admin API (letterbox extension;
+# broker/redelivery/delivery_attempts.py does the work):
 #
 #   GET  /admin/v2/persistent/{t}/{ns}/{topic}/subscription/{sub}/letterbox/attempts/{messageId}
 #        -> 200 {"topic", "subscription", "messageId", "acknowledged", "redeliveryCount",
@@ -31,8 +31,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
-from letterbox.broker.dead_letter_router import dead_letter_topic_name
-from letterbox.broker.dead_letters import live_dead_letters_async
+from letterbox.broker import dead_letter_topic_name, live_dead_letters_async
 from letterbox.errors import NotAllowed
 from letterbox.failure.attempts import ANNOUNCED_ENDINGS, MAX_REASON_CHARS, parse_attempts_property
 from letterbox.message_properties import (
@@ -44,8 +43,7 @@ from letterbox.message_properties import (
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.subscription import Subscription
-    from letterbox.broker.topic import PersistentTopic
+    from letterbox.broker import PersistentTopic, Subscription
     from letterbox.topic_name import TopicName
 
 ATTEMPTS_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/attempts/{messageId}"

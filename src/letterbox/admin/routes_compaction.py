@@ -1,4 +1,4 @@
-# Topic compaction over HTTP (Pulsar admin v2 paths; the runs are broker/compactor.py's):
+# Topic compaction over HTTP (Pulsar admin v2 paths; the runs are broker/compaction/compactor.py's):
 #   PUT .../{topic}/compaction   start a compaction: 204; 409 while one runs on the topic;
 #                                a partitioned topic compacts every partition
 #   GET .../{topic}/compaction   its status, Pulsar's LongRunningProcessStatus:
@@ -19,7 +19,7 @@ from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import NAMESPACE_BASE, TOPIC_BASE, topic_name
 from letterbox.admin.routes_namespace_policies import PolicyRoutes
 from letterbox.admin.topic_lookup import partition_targets, persistent_topic
-from letterbox.broker.compactor import THRESHOLD_POLICY, CompactionInProgress
+from letterbox.broker import THRESHOLD_POLICY, CompactionInProgress
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

@@ -1,5 +1,5 @@
-# Dead-letter operations (letterbox extensions; broker/dead_letters.py and
-# broker/redrive.py do the work):
+# Dead-letter operations (letterbox extensions; broker/moves/dead_letters.py and
+# broker/moves/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
 #   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
@@ -35,15 +35,15 @@ from letterbox.admin.request_parsing import (
 )
 from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
-from letterbox.broker import redrive as rd
-from letterbox.broker.dead_letters import (
+from letterbox.broker import (
     DeadLetter,
     DeadLetterFilter,
+    PersistentTopic,
+    SubscriptionGone,
     live_dead_letters_async,
     summary_async,
 )
-from letterbox.broker.redrive_targets import SubscriptionGone
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
 from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName

@@ -1,5 +1,5 @@
 # Letterbox extension: move one message of a subscription to another topic
-# and acknowledge it, in one storage transaction (broker/message_mover.py).
+# and acknowledge it, in one storage transaction (broker/moves/message_mover.py).
 #
 #   POST /admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/letterbox/move
 #   {"messageId": "ledger:entry[:partition[:batchIndex]]", "target": "<topic>",
@@ -19,13 +19,12 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, name_field, topic_name
-from letterbox.broker.message_mover import MoveRequest, move_message
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker import MoveRequest, PersistentTopic, move_message
 from letterbox.message_properties import DEAD_LETTER_REASONS
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 MOVE_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/move"
 # ledger and entry ids (up to 18 digits, so below 2^63), partition and batch index -1 or more

@@ -7,8 +7,8 @@
 # "dispatchThrottlingRateInByte", "ratePeriodInSecond"}), delayedDelivery ({"active", "tickTime"}) and autoTopicCreation
 # ({"allowAutoTopicCreation", "topicType", "defaultNumPartitions"}). Bodies are
 # validated completely before anything is stored (400 malformed or unknown
-# field, 412 out of range). What they do is broker/topic_policies.py's and
-# broker/backlog_quota.py's.
+# field, 412 out of range). What they do is broker/policies/topic_policies.py's and
+# broker/topics/backlog_quota.py's.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,9 +18,8 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body
 from letterbox.admin.routes_namespace_policies import MAX_INT32, PolicyRoutes, _object
-from letterbox.broker import inactive_topics
+from letterbox.broker import SUBSCRIPTION_RATE, TOPIC_RATE, inactive_topics
 from letterbox.broker import topic_policies as tp
-from letterbox.broker.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

@@ -11,7 +11,7 @@
 # wrongly typed, 412 out of range). Ranges: TTL and retention minutes up to
 # 2^31-1 (Pulsar's int fields), retention size up to 2^63-1 MB, redelivery
 # counts 1..2^31-1, backoff delays 1 ms..MAX_DELAY (864,000 s), multiplier
-# 1..100. Storage and enforcement are broker/namespace_policies.py's.
+# 1..100. Storage and enforcement are broker/policies/namespace_policies.py's.
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-# Poison-message early warning over HTTP (broker/poison_suspects.py):
+# Poison-message early warning over HTTP (broker/redelivery/poison_suspects.py):
 #   GET .../{topic}/subscription/{sub}/letterbox/poison-suspects?limit=N
 # the subscription's messages redelivered more than half the times its
 # dead-letter policy allows, most redelivered first, with their delivery
@@ -16,7 +16,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, query_int, topic_name
 from letterbox.admin.topic_lookup import partition_targets
-from letterbox.broker.poison_suspects import max_redeliveries, suspect_count, suspects
+from letterbox.broker import max_redeliveries, suspect_count, suspects
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

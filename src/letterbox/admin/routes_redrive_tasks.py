@@ -1,4 +1,4 @@
-# Redrive tasks (letterbox extension; broker/redrive_tasks.py does the work):
+# Redrive tasks (letterbox extension; broker/moves/redrive_tasks.py does the work):
 #   GET    /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redriveTasks       the DLQ's tasks
 #   GET    /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive/{taskId}   one task's progress
 #   DELETE /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive/{taskId}   cancel it
@@ -15,7 +15,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, topic_name
 from letterbox.admin.topic_lookup import persistent_topic
-from letterbox.broker.redrive_tasks import TASK_ID, RedriveTask
+from letterbox.broker import TASK_ID, RedriveTask
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext

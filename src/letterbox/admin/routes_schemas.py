@@ -1,5 +1,5 @@
 # The schema registry over HTTP (Pulsar admin v2 paths; the registry is
-# broker/schema_registry.py):
+# broker/schemas/schema_registry.py):
 #   GET    /admin/v2/schemas/{t}/{ns}/{topic}/schema            latest version
 #   GET    .../schema/{version}                                  one version
 #   GET    .../schemas                                           {"getSchemaResponses": [...]}
@@ -24,8 +24,7 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of, path_int
 from letterbox.admin.routes_namespace_policies import PolicyRoutes
-from letterbox.broker import avro_resolution as avro
-from letterbox.broker.schema_registry import (
+from letterbox.broker import (
     STRATEGIES,
     STRATEGY_POLICY,
     TYPE_NAMES,
@@ -33,6 +32,7 @@ from letterbox.broker.schema_registry import (
     check_definition,
     type_name,
 )
+from letterbox.broker import avro_resolution as avro
 from letterbox.errors import IncompatibleSchema
 from letterbox.topic_name import TopicName
 

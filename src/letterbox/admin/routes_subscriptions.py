@@ -4,7 +4,7 @@
 # subscription or all). Operations Pulsar fans out over the partitions of a
 # partitioned topic (create, delete, skip_all, reset to a time, expire) do so
 # here; skip N and reset to a message id need one partition (405 otherwise).
-# The work on the cursor is broker/subscription_admin.py's.
+# The work on the cursor is broker/topics/subscription_admin.py's.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -14,15 +14,14 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, path_int, query_flag, topic_name
 from letterbox.admin.topic_lookup import partition_targets, persistent_topic, subscription
+from letterbox.broker import PersistentTopic, check_new_subscription
 from letterbox.broker import subscription_admin as ops
-from letterbox.broker.namespace_limits import check_new_subscription
-from letterbox.broker.topic import PersistentTopic
 from letterbox.storage.errors import StorageError
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.subscription import Subscription
+    from letterbox.broker import Subscription
 
 SUB = TOPIC_BASE + "/subscription/{subscription}"
 LATEST = 2**63 - 1

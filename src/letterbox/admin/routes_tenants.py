@@ -11,7 +11,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import check_name, json_body, namespace_of
-from letterbox.broker.namespace_policies import NAMESPACE_KEY
+from letterbox.broker import NAMESPACE_KEY
 from letterbox.names import NameKind
 from letterbox.security.authorization import (
     AUTH_POLICIES,

@@ -14,14 +14,13 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, topic_name
 from letterbox.admin.stats import internal_stats
-from letterbox.broker import topic_termination
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker import PersistentTopic, topic_termination
 from letterbox.storage.position import Position
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:

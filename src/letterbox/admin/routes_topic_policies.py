@@ -4,7 +4,7 @@
 # maxUnackedMessagesOnSubscription, delayedDelivery, dispatchRate,
 # subscriptionDispatchRate, inactiveTopicPolicies (GET/POST/DELETE each). Same bodies
 # and checks as the namespace policies (routes_namespace_limits.py); a policy set on
-# the topic wins over the namespace's (broker/topic_policies.py). A partitioned
+# the topic wins over the namespace's (broker/policies/topic_policies.py). A partitioned
 # topic's policies apply to all its partitions. 404 for a topic that does not exist.
 from __future__ import annotations
 
@@ -15,14 +15,13 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError, Handler, no_content
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.admin.routes_namespace_limits import VALIDATORS, quota_kind, quota_request
-from letterbox.broker import inactive_topics
+from letterbox.broker import SUBSCRIPTION_RATE, TOPIC_RATE, inactive_topics
 from letterbox.broker import topic_policies as tp
-from letterbox.broker.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 # path under the topic -> (policy document key, validator name in VALIDATORS)
 POLICIES: dict[str, tuple[str, str]] = {

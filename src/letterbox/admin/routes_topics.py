@@ -18,9 +18,7 @@ from letterbox.admin.request_parsing import (
 )
 from letterbox.admin.routes_topic_ops import add_subscriptions_to_new_partitions
 from letterbox.admin.stats import empty_topic_stats, internal_stats
-from letterbox.broker.namespace_limits import check_new_topic
-from letterbox.broker.service import PARTITIONS_KEY
-from letterbox.broker.topic import PersistentTopic
+from letterbox.broker import PARTITIONS_KEY, PersistentTopic, check_new_topic
 from letterbox.errors import NotAllowed
 from letterbox.topic_name import TopicName
 

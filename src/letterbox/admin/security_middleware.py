@@ -30,7 +30,7 @@ from letterbox.topic_name import TopicName
 if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
     from letterbox.security.authorization import AuthorizationService
 
 CHALLENGE = 'Bearer realm="letterbox", Basic realm="letterbox"'

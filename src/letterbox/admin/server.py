@@ -26,10 +26,10 @@ from letterbox.admin.cross_origin import cross_origin_guard
 from letterbox.admin.http_errors import errors_middleware, storage_guard
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
-from letterbox.broker.default_namespace import seed_defaults
+from letterbox.broker import seed_defaults
 
 if TYPE_CHECKING:
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService
 
 log = logging.getLogger("letterbox.admin")
 SAMPLE_SECONDS = 1.0

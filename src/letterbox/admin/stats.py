@@ -13,13 +13,16 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from letterbox.admin import stats_fields
-from letterbox.broker.consumer import SUB_TYPE_NAMES
-from letterbox.broker.producer import ACCESS_MODE_NAMES
-from letterbox.broker.topic import NonPersistentTopic, PersistentTopic, Topic
+from letterbox.broker import (
+    ACCESS_MODE_NAMES,
+    SUB_TYPE_NAMES,
+    NonPersistentTopic,
+    PersistentTopic,
+    Topic,
+)
 
 if TYPE_CHECKING:
-    from letterbox.broker.consumer import Consumer
-    from letterbox.broker.service import BrokerService
+    from letterbox.broker import BrokerService, Consumer
 
 WINDOW_SECONDS = 60.0
 Key = tuple[str, ...]

@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from letterbox.admin.admin_context import AdminContext
-    from letterbox.broker.subscription import Subscription
-    from letterbox.broker.topic import PersistentTopic
+    from letterbox.broker import PersistentTopic, Subscription
 
 
 def persistent_topic(admin: AdminContext, name: TopicName, what: str) -> PersistentTopic:

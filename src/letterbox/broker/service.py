@@ -15,25 +15,25 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from letterbox import __version__
-from letterbox.broker import topic_termination
-from letterbox.broker.compactor import Compactor
-from letterbox.broker.connection_guard import ConnectionLimiter
-from letterbox.broker.dead_letter_rate import DeadLetterRate
-from letterbox.broker.default_namespace import namespace_exists, seed_defaults
-from letterbox.broker.flow_control import PublishBuffer
-from letterbox.broker.inactive_topics import InactiveTopicMonitor
-from letterbox.broker.message_expiry import MessageExpiryMonitor
-from letterbox.broker.namespace_limits import check_new_topic
-from letterbox.broker.namespace_policies import NamespacePolicyCache
-from letterbox.broker.redrive_tasks import RedriveTasks
-from letterbox.broker.schema_registry import SchemaRegistry
-from letterbox.broker.topic import (
+from letterbox.broker.compaction.compactor import Compactor
+from letterbox.broker.connection.connection_guard import ConnectionLimiter
+from letterbox.broker.connection.flow_control import PublishBuffer
+from letterbox.broker.moves.redrive_tasks import RedriveTasks
+from letterbox.broker.policies import termination_record
+from letterbox.broker.policies.default_namespace import namespace_exists, seed_defaults
+from letterbox.broker.policies.namespace_limits import check_new_topic
+from letterbox.broker.policies.namespace_policies import NamespacePolicyCache
+from letterbox.broker.policies.topic_policies import auto_creation_allowed, forget_topic_policies
+from letterbox.broker.redelivery.dead_letter_rate import DeadLetterRate
+from letterbox.broker.schemas.schema_registry import SchemaRegistry
+from letterbox.broker.topics.inactive_topics import InactiveTopicMonitor
+from letterbox.broker.topics.message_expiry import MessageExpiryMonitor
+from letterbox.broker.topics.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
     PersistentTopic,
     Topic,
 )
-from letterbox.broker.topic_policies import auto_creation_allowed, forget_topic_policies
 from letterbox.clock import Clock, Periodic, RealClock, make_clock
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.security.authentication import AuthenticationService
@@ -44,8 +44,8 @@ from letterbox.storage.transaction import PendingAppend
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.consumer import Consumer
-    from letterbox.broker.server_cnx import ServerCnx
+    from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.broker.topics.consumer import Consumer
     from letterbox.config import BrokerConfig
 
 log = logging.getLogger("letterbox")
@@ -87,17 +87,17 @@ class BrokerService:
         self.store = Store(config.data_dir, sync=config.sync, cache_bytes=config.cache_size_mb * 1024 * 1024)  # type: ignore[arg-type]
         self.topics: dict[str, Topic] = {}
         self.stats = BrokerStats(self.clock)
-        self.namespace_policies = NamespacePolicyCache(self)
+        self.namespace_policies: NamespacePolicyCache = NamespacePolicyCache(self)
         self.authentication = AuthenticationService(config)
         self.authorization = AuthorizationService(self)
         self.expiry = MessageExpiryMonitor(self)
         self.redrive_tasks = RedriveTasks(self)  # persistent redrive tasks, resumed at start
-        self.schemas = SchemaRegistry(self)  # schema versions per topic (broker/schema_registry.py)
-        self.compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
+        self.schemas: SchemaRegistry = SchemaRegistry(self)  # schema versions per topic (broker/schemas/schema_registry.py)
+        self.compactor: Compactor = Compactor(self)  # topic compaction runs and the compactionThreshold monitor
         self.inactive_topics = InactiveTopicMonitor(self)  # inactiveTopicPolicies (namespace)
         self.connections: set[ServerCnx] = set()
-        self.connection_limiter = ConnectionLimiter(config)
-        self.publish_buffer = PublishBuffer(config)
+        self.connection_limiter: ConnectionLimiter = ConnectionLimiter(config)
+        self.publish_buffer: PublishBuffer = PublishBuffer(config)
         self.np_consumers: dict[Consumer, NonPersistentSubscription] = {}
         # bound ports of the pulsar:// and pulsar+ssl:// listeners (0: that listener is off)
         self.port = 0
@@ -129,7 +129,7 @@ class BrokerService:
     async def _start_locked(self) -> None:
         await self.store.start()
         await seed_defaults(self)  # public/default, before any client can connect
-        from letterbox.broker.server_cnx import ServerCnx
+        from letterbox.broker.connection.server_cnx import ServerCnx
 
         loop = asyncio.get_running_loop()
         cfg = self.config
@@ -371,7 +371,7 @@ class BrokerService:
             if ledger is not None:
                 await self.compactor.topic_deleted(key, ledger.ledger_id)
             await self.store.delete_ledger(key)
-            await topic_termination.forget(self.store, name)
+            await termination_record.forget(self.store, name)
         await forget_topic_policies(self, name)
 
     async def delete_partitioned_topic(self, name: TopicName, force: bool = False) -> None:

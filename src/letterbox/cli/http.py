@@ -8,7 +8,7 @@
 #     the message names the URL and says the broker is probably not running.
 # It also owns the per-invocation CLI state (AdminContext: client + output
 # mode) and the `--output` option that every leaf command accepts. Calls carry
-# the --auth-token / --tls-trust-certs identity (cli/auth.py).
+# the --auth-token / --tls-trust-certs identity (auth_flags.py).
 from __future__ import annotations
 
 import json

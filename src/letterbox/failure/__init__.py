@@ -63,6 +63,7 @@ from letterbox.failure.limits import (
     MIN_DELAY_MS,
 )
 from letterbox.failure.naming import (
+    HANDLED_SUBSCRIPTION,
     TopicRole,
     dead_letter_target,
     dead_letter_topic_name,
@@ -98,6 +99,7 @@ __all__ = [
     "DEFAULT_DELAY_LEVELS",
     "DEFAULT_MAX_RECONSUME_TIMES",
     "FAILURE_KEYS",
+    "HANDLED_SUBSCRIPTION",
     "MAX_DELAY_MS",
     "MAX_DELAY_SECONDS",
     "MIN_DELAY_MS",

@@ -1,4 +1,4 @@
-# The delivery attempt log's vocabulary (issue 14, items 1 and 2): one
+# The delivery attempt log's vocabulary: one
 # Attempt is one delivery of a message that did not end in an
 # acknowledgement — when it was delivered, to which consumer (name and
 # address), how it ended and, where the client said it, why.

@@ -26,7 +26,7 @@ DLQ_MAX_REDELIVERIES = "letterbox.dlq.max_redeliveries"
 DLQ_TOPIC = "letterbox.dlq.topic"
 DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
 # not a policy: set by letterbox.client consumers, which announce each nack (and its
-# reason) to the broker before they perform it (broker/delivery_attempts.py)
+# reason) to the broker before they perform it (broker/redelivery/delivery_attempts.py)
 ANNOUNCES_FAILURES = "letterbox.client.announces_failures"
 MARKERS = (ANNOUNCES_FAILURES,)
 DLQ_ON_KEY_FAILURE = "letterbox.dlq.on_key_failure"

@@ -10,7 +10,7 @@
 # message is dead-lettered when the count passes the maximum (PIP-22: more
 # than max_redeliver_count redeliveries). Backoff runs from the last delivery.
 #
-# Guards (issue 12, item 6):
+# Guards:
 # - a namespace policy (origin NAMESPACE) never dead-letters a message of a
 #   dead letter or retry topic, and a namespace TTL never expires one; only a
 #   policy set by that topic's own consumers does;

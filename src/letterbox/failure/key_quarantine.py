@@ -1,5 +1,5 @@
 # The ordered quarantine's decisions (`letterbox.dlq.on_key_failure = park`),
-# pure: the broker (broker/key_quarantine.py) gathers the facts and applies
+# pure: the broker (broker/redelivery/key_quarantine.py) gathers the facts and applies
 # the answer.
 # - Where it applies: Exclusive, Failover and Key_Shared, where the order of a
 #   key is promised. Shared promises no order, so park is refused there.

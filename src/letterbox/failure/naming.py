@@ -19,6 +19,9 @@ from letterbox.failure.errors import PolicyError
 PARTITION_SUFFIX = "-partition-"
 DLQ_SUFFIX = "-DLQ"
 RETRY_SUFFIX = "-RETRY"
+# the broker's own durable subscription on a dead letter topic: what it marks there is handled
+# (redriven or purged); it counts toward no subscription limit
+HANDLED_SUBSCRIPTION = "letterbox-dlq-handled"
 _PARTITION_RE = re.compile(r"-partition-\d+$")
 _TIER_RE = re.compile(r"-RETRY-\d+(?:ms|s|m|h)$")
 

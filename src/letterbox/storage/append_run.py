@@ -1,5 +1,5 @@
 # AppendRunOp: consecutive appends of one producer to one ledger (the SENDs of one input
-# pass, broker/send_batch.py) as ONE write op holding a row per entry: no Entry, Position
+# pass, broker/connection/send_batch.py) as ONE write op holding a row per entry: no Entry, Position
 # or AppendOp per message: the committed rows enter the tail cache as they are (cache.py).
 #
 # Invariants:

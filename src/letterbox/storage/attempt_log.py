@@ -1,4 +1,4 @@
-# The delivery attempt log of one subscription (issue 14, item 1): entry id ->
+# The delivery attempt log of one subscription: entry id ->
 # that entry's failed deliveries (rows built by letterbox.failure.attempts).
 # In memory an entry's log is a tuple of row tuples (`append` adds one without
 # decoding or encoding anything) or, until it changes, the JSON text it was

@@ -1,0 +1,103 @@
+# The SENDs of one producer read in one pass over a connection's input (one
+# data_received) go to storage as ONE writer submission with one future and one
+# receipt callback, instead of a submission, a future and a loop callback each.
+# Entry ids are still assigned as each SEND is handled (topic.reserve_publish), into runs of
+# rows (storage/append_run.py): one write op per pass, no op or Entry per SEND until it commits.
+#
+# Invariants:
+#   * a producer's reserved appends are submitted, in reservation order, before the
+#     connection handles any frame other than a SEND and before its input pass ends
+#     (ServerCnx._process), so nothing else is submitted for their ledger in between:
+#     ledgers commit their ids in order;
+#   * receipts are written only after the submission committed (durable), in send order,
+#     and before any later receipt, duplicate answer or refusal of the same producer
+#     (`submit_producer` runs before those are chained on `last_receipt`);
+#   * the batch's bytes and SEND count enter the connection's flow control once, when it is
+#     submitted (still inside the input pass), and leave it once, with its receipts;
+#   * a submission is atomic: if it fails, every SEND in it gets SEND_ERROR
+#     (PersistenceError), as each would have (a failed append fences its ledger).
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from letterbox.broker.topics.topic import PersistentTopic
+from letterbox.errors import ServerError
+from letterbox.protocol import commands
+from letterbox.protocol.receipts import encode_pending_receipts
+from letterbox.storage.errors import StorageError, is_storage_fault
+
+if TYPE_CHECKING:
+    from letterbox.broker.connection.server_cnx import ServerCnx
+    from letterbox.broker.topics.producer import Pending, Producer
+    from letterbox.storage.ops import WriteOp
+
+log = logging.getLogger("letterbox.producer")
+
+
+
+def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:
+    """The write ops the producer's next SEND of this pass is reserved into."""
+    if not producer.unsubmitted:
+        cnx.send_batches.append(producer)
+    return producer.unsubmitted_ops
+
+
+def add(producer: Producer, entry_id: int, seq: int, highest: int | None, nbytes: int) -> None:
+    """A SEND whose entry id was reserved into ops_for(); stored with the producer's others
+    of this pass. Its bytes count toward the connection's backpressure from submit_producer
+    on (the same input pass: reading can only pause between passes)."""
+    producer.unsubmitted.append((entry_id, seq, highest, nbytes))
+
+
+def submit(cnx: ServerCnx) -> None:
+    """Submit every producer's reserved SENDs (end of an input pass, or before another frame)."""
+    producers, cnx.send_batches = cnx.send_batches, []
+    for p in producers:
+        submit_producer(cnx, p)
+
+
+def submit_producer(cnx: ServerCnx, p: Producer) -> None:
+    batch, ops = p.unsubmitted, p.unsubmitted_ops
+    if not batch:
+        return
+    p.unsubmitted, p.unsubmitted_ops = [], []
+    topic = p.topic
+    assert isinstance(topic, PersistentTopic)
+    nbytes = 0
+    for b in batch:
+        nbytes += b[3]
+    cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
+    try:
+        fut = topic.ledger.submit_appends(ops)
+    except StorageError as exc:
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_exception(exc)
+    lid = topic.ledger.ledger_id
+    fut.add_done_callback(lambda f: _receipts(cnx, p, lid, batch, nbytes, f))
+    p.last_receipt = fut  # type: ignore[assignment]
+
+
+def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending], nbytes: int,
+              f: asyncio.Future[None]) -> None:
+    pid = p.producer_id
+    cnx.flow.publish_done(nbytes, len(batch))
+    err = None if f.cancelled() else f.exception()
+    if err is not None or f.cancelled():
+        refuse_unstored(cnx, p, [seq for _eid, seq, _highest, _nbytes in batch], err)
+        return
+    cnx.write(encode_pending_receipts(pid, ledger_id, batch))
+
+
+def refuse_unstored(cnx: ServerCnx, p: Producer, seqs: list[int], err: BaseException | None) -> None:
+    """The one reply to SENDs that were not stored: PersistenceError for each, in order. A
+    storage fault is logged once by the store (degraded); a resend must not be taken for a
+    duplicate of what was never stored, so the producer's dedup position is read back."""
+    level = logging.DEBUG if err is not None and is_storage_fault(err) else logging.ERROR
+    log.log(level, "append failed for producer %s: %s", p.name, err)
+    topic = p.topic
+    if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
+        p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
+    for seq in seqs:
+        cnx.write(commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}"))

@@ -1,0 +1,2 @@
+"""Moving messages between topics: dead-letter routing, the message mover, moved entries, the
+dead letters view, purge and redrive."""

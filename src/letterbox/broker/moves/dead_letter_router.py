@@ -1,0 +1,190 @@
+# Broker-side dead lettering (PIP-22's design, done atomically): the DLQ
+# append and the acknowledgement in the source subscription are one storage
+# transaction, so a crash can neither duplicate nor lose a dead letter.
+# Default DLQ name: `<topic>-<subscription>-DLQ` in the source's namespace,
+# the topic being the partitioned parent for a partition (one DLQ per
+# subscription, not one per partition); a dead letter topic is never given a
+# dead letter topic of its own (failure.naming.dead_letter_target). The
+# stamps are the failure core's table. A DLQ topic keeps its messages even
+# with no subscription (topics without cursors are never trimmed). A terminated
+# DLQ takes nothing: the move is refused (NotAllowed naming it) and the messages
+# stay unacknowledged in the source subscription, as with Pulsar's DLQ producer.
+# The stamps' counts and delivery times come from the subscription's
+# persisted delivery state (storage/delivery_state.py), and so does the
+# attempt log a dead letter carries (DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION:
+# delivery_attempts.py).
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from letterbox import failure
+from letterbox.broker.moves.moved_entry import (
+    SchemaMap,
+    build_raw_moved_entry,
+    prepare_moved_append,
+)
+from letterbox.broker.moves.redrive_targets import terminated_refusal
+from letterbox.errors import NotAllowed
+from letterbox.failure import PolicyError, dead_letter_target
+from letterbox.message_properties import (
+    DEAD_LETTER_DESCRIPTION,
+    REAL_TOPIC,
+    REASON_MAX_REDELIVERIES,
+    REASON_PARKED_BEHIND,
+)
+from letterbox.storage.errors import StorageError
+from letterbox.storage.managed_cursor import ManagedCursor
+from letterbox.topic_name import TopicName
+
+if TYPE_CHECKING:
+    from letterbox.broker.moves.move_ends import MovedSubscription, MovedTopic, MovesBroker
+    from letterbox.storage.entry import Entry
+    from letterbox.storage.managed_ledger import ManagedLedger
+    from letterbox.storage.transaction import PendingAppend, Transaction
+
+log = logging.getLogger("letterbox.dlq")
+MALFORMED_DESCRIPTION = "malformed message, moved as raw bytes"
+
+
+def dead_letter_topic_name(source: TopicName, subscription: str, configured: str | None) -> TopicName:
+    try:
+        return TopicName.parse(dead_letter_target(str(source), subscription, configured))
+    except PolicyError as exc:
+        raise NotAllowed(str(exc)) from None
+
+
+def dead_letter_stamps(
+    sub: MovedSubscription,
+    entry_id: int,
+    reason: str,
+    description: str | None,
+    now: int,
+    last_delivery_counted: bool,
+) -> dict[str, str]:
+    """The properties a dead letter gains: why, when, where from, its deliveries and
+    their attempt log. `last_delivery_counted`: the redelivery count already includes
+    the delivery that failed last (a max-redeliveries decision counts it before deciding)."""
+    first, last = sub.cursor.deliveries.delivery_times(entry_id)
+    count = sub.cursor.redelivery_count(entry_id) + (0 if last_delivery_counted else 1)
+    rows = sub.tracker.log.final_rows(entry_id, reason)
+    if rows is not None:  # (no Attempt made per row)
+        return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description, attempt_rows=rows)
+    attempts = sub.tracker.log.final_attempts(entry_id, reason, description, now)
+    return failure.dead_letter_stamps(reason, now, sub.name, count, first, last, description, attempts)
+
+
+async def move_to_dead_letter(
+    sub: MovedSubscription,
+    entry_ids: list[int],
+    reason: str,
+    dlq_topic: str | None,
+    initial_subscription: str | None,
+    description: str | None = None,
+    stamps: Mapping[str, str] | None = None,
+) -> int:
+    """Move entries of `sub` to its dead letter topic; returns the messages moved.
+    `stamps`: properties added to the dead-letter stamps (a parked message's PARKED_BEHIND).
+    The DLQ appends and the acknowledgements are one transaction; nothing changes in memory
+    unless it committed. If it failed, the entries stay unacknowledged (redeliverable), the
+    failure is counted and logged once, and the storage error is raised. An entry that
+    cannot be reopened (malformed) is moved as its original payload, the stamps and a
+    DEAD_LETTER_DESCRIPTION saying why on its metadata: it is never retried forever."""
+    source = sub.topic
+    service = source.service
+    target_name, target, cursor = _dead_letter_ends(sub, dlq_topic, initial_subscription)
+    producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
+    moved_ids: list[int] = []
+    poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
+    moved = 0
+    carry = service.schemas.carry_from(source.name).to(target_name)  # small hook (parity): schema on the DLQ
+    async with service.store.transaction() as txn:
+        await txn.lock(cursor)
+        now = service.clock.now_ms()  # stamps and publish time follow the broker's clock
+        for eid in entry_ids:
+            if cursor.is_acked(eid):
+                continue
+            entry = source.ledger.read_entry(eid)
+            if entry is None:
+                continue
+            extra = dead_letter_stamps(sub, eid, reason, description, now,
+                                       last_delivery_counted=reason in (REASON_MAX_REDELIVERIES, REASON_PARKED_BEHIND))
+            if stamps:
+                extra.update(stamps)
+            dlq_entry_id = txn.next_entry_id(target.ledger)
+            prepared = _append_dead_letter(txn, sub, entry, target.ledger, extra, producer_name, now, carry)
+            moved_ids.append(eid)
+            if prepared is not None:
+                poisoned.append((entry, dlq_entry_id))
+                moved += prepared[1]
+        if not moved_ids:
+            return 0
+        txn.ack(cursor, moved_ids)
+        sub.quarantine.record_poison(txn, cursor, reason, target_name, poisoned)
+        _refuse_terminated(service, target_name)  # terminated while this move waited
+        try:
+            await txn.commit()
+        except StorageError as exc:
+            service.storage_failed("dead_letter", exc, f"{len(moved_ids)} entries of {source.name}/{sub.name}")
+            raise
+    service.count_broker_appends(txn.appends)
+    for eid in moved_ids:
+        sub.settle_acknowledged(eid)
+    service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
+    log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
+    return moved
+
+
+def _dead_letter_ends(sub: MovedSubscription, dlq_topic: str | None, initial_subscription: str | None
+                      ) -> tuple[TopicName, MovedTopic, ManagedCursor]:
+    """The dead letter topic of `sub` (created, with its initial subscription) and the source
+    cursor, or NotAllowed before anything is read: a non-persistent or terminated dead letter
+    topic, a non-durable subscription."""
+    source = sub.topic
+    service = source.service
+    target_name = dead_letter_topic_name(source.name, sub.name, dlq_topic)
+    if not target_name.persistent:
+        raise NotAllowed(f"dead letter topic {target_name} must be persistent")
+    target = service.persistent_topic(target_name, create=True)
+    if initial_subscription and initial_subscription not in target.subscriptions:
+        target.subscription_for(initial_subscription, True, "earliest", None)
+    cursor = sub.cursor
+    if not isinstance(cursor, ManagedCursor):
+        raise NotAllowed("only durable subscriptions dead-letter on the broker")
+    _refuse_terminated(service, target_name)  # the messages stay unacknowledged (redelivered)
+    return target_name, target, cursor
+
+
+def _append_dead_letter(txn: Transaction, sub: MovedSubscription, entry: Entry, dlq: ManagedLedger,
+                        extra: dict[str, str], producer_name: str, now: int, carry: SchemaMap
+                        ) -> tuple[PendingAppend, int] | None:
+    """Append `entry`'s unacknowledged messages, stamped, to the dead letter ledger in `txn`
+    (None: none left); a malformed entry goes as its original bytes, saying why."""
+    source = sub.topic
+    eid = entry.position.entry_id
+    try:
+        return prepare_moved_append(
+            txn, entry, source.name, dlq, extra=extra,
+            skip_indexes=sub.cursor.acked_indexes(eid), producer_name=producer_name, now=now,
+            limit=source.service.config.max_message_size, schema=carry,
+        )
+    except Exception as exc:  # a malformed entry: its original bytes, with the reason
+        log.warning("entry %d of %s is malformed (%s): dead-lettered as raw bytes", eid, source.name, exc)
+        raw = build_raw_moved_entry(
+            entry.data, ledger_id=entry.position.ledger_id, entry_id=eid,
+            partition=source.name.partition_index, num_messages=entry.num_messages,
+            extra={**extra, REAL_TOPIC: str(source.name),
+                   DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
+            producer_name=producer_name, sequence_id=txn.next_entry_id(dlq), publish_time=now,
+            schema=carry,
+        )
+        return txn.append(dlq, raw, entry.num_messages, now), entry.num_messages
+
+
+def _refuse_terminated(service: MovesBroker, target: TopicName) -> None:
+    """A terminated dead letter topic takes nothing (Pulsar's DLQ producer gets TopicTerminated):
+    NotAllowed naming it, before anything is written."""
+    why = terminated_refusal(service, target, "dead letter topic")
+    if why is not None:
+        raise NotAllowed(why)

@@ -1,0 +1,136 @@
+# The delivery attempt log of one subscription, broker side: records an
+# Attempt (letterbox.failure.attempts) for each failure event — nack, ack
+# timeout, redeliver-all, consumer gone — into the cursor's persisted
+# delivery state (storage/attempt_log.py), reads it back, and
+# gives the log a dead letter carries (DELIVERY_ATTEMPTS, failure/stamps.py).
+# The happy path never comes here: a message that is delivered and acked has
+# no log (its ack forgets it, like its count).
+#
+# Failure reasons: the wire cannot tell a nack from an ack timeout, and cannot
+# carry a reason. A letterbox.client consumer subscribes with the consumer
+# property ANNOUNCES_FAILURES and announces each nack (with its reason)
+# through the admin API before it performs it (`announce`); its redelivery
+# requests without an announcement are then its ack timeouts. A plain
+# client's redelivery requests are recorded as nacks. On Exclusive and
+# Failover the official clients ask for ALL unacked messages again on a nack
+# (or an ack timeout): every message then gets an attempt (and a count), except
+# that an announced nack in such a request names the one that failed.
+# Invariants: announcements are in memory only and bounded (MAX_ANNOUNCED
+# per subscription, the oldest dropped); one is used by the first redelivery
+# or consumer-gone of its entry (an acked entry's stays until pushed out: the
+# ack path is not touched). The consumer of an attempt is the one that held
+# the message (its pending-ack bookkeeping).
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from letterbox.failure import Event, RedeliverAll
+from letterbox.failure.attempts import (
+    EXPIRED,
+    TERMINATED,
+    Attempt,
+    clip_reason,
+    ending_for,
+    last_reason,
+)
+from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES
+from letterbox.message_properties import REASON_EXPIRED, REASON_TERMINATED
+
+if TYPE_CHECKING:
+    from letterbox.broker.redelivery.tracked import TrackedConsumer, TrackedSubscription
+
+MAX_ANNOUNCED = 10_000
+# the attempt a dead-letter move of this reason ends with (max-redeliveries: the
+# failing delivery was recorded by the redelivery that decided it)
+_FINAL_ENDING = {REASON_TERMINATED: TERMINATED, REASON_EXPIRED: EXPIRED}
+
+
+class DeliveryAttempts:
+    def __init__(self, sub: TrackedSubscription) -> None:
+        self.sub = sub
+        self._announced: dict[int, tuple[str, str | None]] = {}  # entry id -> (ending, reason)
+
+    # --- recording ------------------------------------------------------------------
+    def announce(self, entry_id: int, ending: str, reason: str | None) -> None:
+        """A letterbox client is about to nack `entry_id`, for `reason`."""
+        announced = self._announced
+        announced.pop(entry_id, None)
+        if len(announced) >= MAX_ANNOUNCED:
+            del announced[next(iter(announced))]
+        announced[entry_id] = (ending, clip_reason(reason))
+
+    def record(self, entry_ids: list[int], event: Event, consumer: TrackedConsumer | None) -> None:
+        """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
+        sub = self.sub
+        cursor = sub.cursor
+        times = cursor.deliveries.times
+        limit = sub.topic.service.config.attempt_log_size
+        announces = consumer is not None and consumer.metadata.get(ANNOUNCES_FAILURES) == "true"
+        name, address = (consumer.name, consumer.cnx.remote) if consumer is not None else (None, None)
+        now = sub.topic.service.clock.now_ms()
+        announced = self._announced
+        # On Exclusive/Failover the official clients turn a nack into "redeliver all":
+        # when an announcing consumer's request carries an announced nack, the other
+        # messages only come back with it and get no attempt.
+        collateral = (announces and isinstance(event, RedeliverAll) and bool(announced)
+                      and any(e in announced for e in entry_ids))
+        unannounced = ending_for(event, None, announces)  # the ending of every message not announced
+        rows: list[tuple[int, tuple[Any, ...]]] = []
+        for eid in entry_ids:
+            said = announced.pop(eid, None) if announced else None
+            if said is None:
+                if collateral:
+                    continue
+                ending, reason = unannounced, None
+            else:
+                ending, reason = ending_for(event, said[0], announces), said[1]
+            # a row as Attempt.to_row lays it out, added without re-encoding the log
+            t = times.get(eid)
+            rows.append((eid, (t[1] if t is not None else 0, now, name, address, ending, reason)))
+        cursor.add_attempts(rows, limit)
+
+    # --- reading ----------------------------------------------------------------------
+    def attempts(self, entry_id: int, batch_index: int | None = None) -> list[Attempt]:
+        """The recorded attempts of an unacknowledged message, oldest first ([] for an
+        acknowledged one). The messages of a batch are redelivered together and share
+        their entry's log; an acknowledged batch message has none."""
+        cursor = self.sub.cursor
+        if cursor.is_acked(entry_id):
+            return []
+        if batch_index is not None and batch_index >= 0 and batch_index in cursor.acked_indexes(entry_id):
+            return []
+        return [Attempt.from_row(r) for r in cursor.deliveries.attempts.get_rows(entry_id)]
+
+    def last_failure_reason(self, entry_id: int) -> str | None:
+        """The reason a client gave for the latest failure of the message that has one."""
+        return last_reason(self.attempts(entry_id))
+
+    def holder(self, entry_id: int) -> TrackedConsumer | None:
+        """The consumer the message is delivered to and not yet acknowledged by."""
+        for c in self.sub.consumers:
+            if entry_id in c.pending:
+                return c
+        return None
+
+    # --- dead letters -------------------------------------------------------------------
+    def final_rows(self, entry_id: int, reason: str) -> tuple[tuple[Any, ...], ...] | None:
+        """final_attempts() as the log's stored rows (Attempt.to_row's layout) when the move
+        adds no attempt of its own (a max-redeliveries move); None when it does."""
+        if reason in _FINAL_ENDING:
+            return None
+        cursor = self.sub.cursor
+        return () if cursor.is_acked(entry_id) else cursor.deliveries.attempts.get_rows(entry_id)
+
+    def final_attempts(self, entry_id: int, reason: str, description: str | None, now: int) -> list[Attempt]:
+        """The log a dead letter of `entry_id` carries (DELIVERY_ATTEMPTS): the recorded
+        attempts, plus the one the move ends when it is a terminate or an expiry (a
+        max-redeliveries move was decided by a failure already recorded)."""
+        attempts = self.attempts(entry_id)
+        ending = _FINAL_ENDING.get(reason)
+        if ending is None:
+            return attempts
+        holder = self.holder(entry_id)
+        delivered = self.sub.cursor.deliveries.delivery_times(entry_id)[1] if holder is not None else 0
+        attempts.append(Attempt(delivered, now, holder.name if holder else None,
+                                holder.cnx.remote if holder else None, ending, clip_reason(description)))
+        return attempts[-self.sub.topic.service.config.attempt_log_size:]

@@ -1,0 +1,1 @@
+"""The schema registry of each topic and Avro schema resolution."""
