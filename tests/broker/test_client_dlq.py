@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pulsar
 import pytest
@@ -60,3 +61,42 @@ def test_client_side_dlq_moves_each_poison_message_once(client: pulsar.Client, k
     dlq.close()
     consumer.close()
     producer.close()
+
+
+@pytest.mark.parametrize("kind", [pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover])
+def test_client_side_dlq_on_ordered_subscription_keeps_reaching_the_application(
+        client: pulsar.Client, broker: Any, kind: pulsar.ConsumerType) -> None:
+    """The official client has no dead letter path on Exclusive/Failover and hands back, unseen,
+    a message counted above its max_redeliver_count: that hand-back is not counted, the message
+    comes again with the highest count the client keeps, the messages behind it are not held,
+    and it never loops between broker and client."""
+    import json
+    import urllib.request
+
+    topic = f"persistent://public/default/cdlqx-{uuid.uuid4().hex[:6]}"
+    consumer = client.subscribe(
+        topic, "work", consumer_type=kind, initial_position=pulsar.InitialPosition.Earliest,
+        negative_ack_redelivery_delay_ms=100,
+        dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=2))
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"poison")
+    producer.send(b"after")
+    counts: list[int] = []
+    after_seen = 0
+    while len(counts) < 6:
+        msg = consumer.receive(10_000)
+        if msg.data() == b"poison":
+            counts.append(msg.redelivery_count())
+            consumer.negative_acknowledge(msg)
+        else:
+            after_seen += 1
+            consumer.acknowledge(msg)
+    assert counts == [0, 1, 2, 2, 2, 2]
+    assert after_seen >= 1
+    with urllib.request.urlopen(f"{broker.admin_url}/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}"
+                                "/stats") as r:
+        sub = json.load(r)["subscriptions"]["work"]
+    # every send of the poison is one the application saw, or one hand-back per nack past the max
+    poison_sends = sub["msgOutCounter"] - after_seen
+    assert poison_sends <= 2 * len(counts), sub["msgOutCounter"]
+    consumer.close()

@@ -73,9 +73,11 @@ class RedeliveryTracker:
         return failure.DeliveryState(sub_type=failure.SubscriptionType(sub.sub_type or 0), durable=sub.durable,
                                      topic_role=sub.topic_role)
 
-    def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: TrackedConsumer | None = None) -> None:
+    def redeliver(self, entry_ids: list[int], event: failure.Event, consumer: TrackedConsumer | None = None,
+                  uncounted: list[int] | None = None) -> None:
         """Nack, ack timeout or redeliver-all of messages taken off their consumer: one
-        decision for the whole request (failure.decide_redeliveries), one record write."""
+        decision for the whole request (failure.decide_redeliveries), one record write.
+        `uncounted`: messages of the same request queued again with them, not counted."""
         self.msg_redelivered += len(entry_ids)
         cursor = self.sub.cursor
         count, times = cursor.redelivery_count, cursor.deliveries.delivery_times
@@ -84,7 +86,7 @@ class RedeliveryTracker:
             self.sub.policy, self.now_ms())
         self.log.record(entry_ids, event, consumer)
         cursor.increment_redelivery(entry_ids)
-        self._apply(dict(zip(entry_ids, outcomes, strict=True)))
+        self._apply(dict(zip(entry_ids, outcomes, strict=True)), uncounted)
 
     def consumer_gone(self, entry_id: int, consumer: TrackedConsumer | None = None) -> bool:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
@@ -98,10 +100,10 @@ class RedeliveryTracker:
             return True
         return False
 
-    def _apply(self, outcomes: dict[int, failure.Outcome]) -> None:
+    def _apply(self, outcomes: dict[int, failure.Outcome], uncounted: list[int] | None = None) -> None:
         sub = self.sub
         cursor = sub.cursor
-        now_ids: list[int] = []
+        now_ids: list[int] = list(uncounted or ())
         later: list[tuple[int, int]] = []
         dead: dict[str, list[int]] = {}
         for eid, outcome in outcomes.items():

@@ -44,6 +44,8 @@ class Consumer:
     closed: bool = False
     # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer
     blocked_on_unacked: bool = False
+    # when each message sent with a count above 0 went out (Exclusive/Failover: hand_backs.py)
+    recounted_sends: dict[int, float] = field(default_factory=dict, repr=False)
     # this consumer's MESSAGE frames from its topic's ledger (ids encoded once)
     _encoder: FrameEncoder | None = field(default=None, init=False, repr=False)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
+from letterbox.broker.topics.hand_backs import HAND_BACK_TYPES, note_sent
 from letterbox.failure.decide import DELAYS_HONOURED
 
 if TYPE_CHECKING:
@@ -75,5 +76,13 @@ def send_plain_run(sub: Subscription, consumer: Consumer, run: list[Row], messag
     enc = consumer.booked_run(run[0][0], eids, list(map(_NUM, run)), messages)
     if not cursor.deliveries.counts and not cursor.has_partial_batches():
         return [enc.frames(eids, list(map(_DATA, run)))]  # the run's frames as one bytes object
-    frame, count, ack_set = enc.frame, cursor.redelivery_count, cursor.batch_ack_set
-    return [frame(r[1], count(r[1]), ack_set(r[1]), r[5]) for r in run]
+    frame, stored, ack_set = enc.frame, cursor.redelivery_count, cursor.batch_ack_set
+    to_send, noted = sub.hand_backs.count_to_send, sub.sub_type in HAND_BACK_TYPES
+    frames = []
+    for r in run:
+        eid = r[1]
+        count = to_send(stored(eid), eid)
+        if count and noted:
+            note_sent(consumer, eid)
+        frames.append(frame(eid, count, ack_set(eid), r[5]))
+    return frames

@@ -36,6 +36,7 @@ from letterbox.broker.compaction.compacted_reads import (
 from letterbox.broker.policies import dispatch_rate
 from letterbox.broker.policies.unacked_limits import unblocked_room
 from letterbox.broker.topics.dispatch_runs import plain_run_length, send_plain_run
+from letterbox.broker.topics.hand_backs import HAND_BACK_TYPES, note_sent
 from letterbox.storage.cache import entry_of
 
 if TYPE_CHECKING:
@@ -300,7 +301,10 @@ class Dispatcher:
         ack_set = sub.cursor.batch_ack_set(eid)
         if sub.read_compacted:  # messages the compacted view left out count as acked
             ack_set = compacted_ack_set(sub, entry, ack_set)
-        return target.booked_message(entry, sub.cursor.redelivery_count(eid), ack_set, quiet)
+        count = sub.hand_backs.count_to_send(sub.cursor.redelivery_count(eid), eid)
+        if count and sub.sub_type in HAND_BACK_TYPES:
+            note_sent(target, eid)
+        return target.booked_message(entry, count, ack_set, quiet)
 
     # --- selection hooks (Key_Shared overrides them) --------------------------
     def _new_round(self) -> Any:

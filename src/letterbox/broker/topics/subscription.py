@@ -20,6 +20,7 @@ from letterbox.broker.redelivery.redelivery_tracker import RedeliveryTracker
 from letterbox.broker.topics.consumer import SUB_TYPE_NAMES
 from letterbox.broker.topics.dispatcher import Dispatcher
 from letterbox.broker.topics.dispatchers import make_dispatcher
+from letterbox.broker.topics.hand_backs import HAND_BACK_TYPES, HandBacks
 from letterbox.broker.topics.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
@@ -75,6 +76,7 @@ class Subscription:
         self.dispatcher = Dispatcher(self)  # no consumer yet: selects nobody
         self.tracker = RedeliveryTracker(self)
         self.quarantine = KeyQuarantine(self)  # letterbox.dlq.on_key_failure=park
+        self.hand_backs = HandBacks()  # counts lowered for messages handed back unseen
         # non-durable only: a seek closed the consumers, keep the position for their return
         # (for SOUGHT_GRACE_S at most: a client killed before returning leaves nothing behind)
         self.sought = False
@@ -209,6 +211,7 @@ class Subscription:
             for eid in [e for e in c.pending if e <= upto]:
                 del c.pending[eid]
         self.dispatcher.unpark_through(upto)
+        self.hand_backs.forget_through(upto)
         if self.quarantine.out_entries:
             self.quarantine.settled_through(upto)
         self._after_ack()
@@ -232,6 +235,7 @@ class Subscription:
         self._after_ack()
 
     def _drop_pending(self, consumer: Consumer | None, entry_id: int) -> None:
+        self.hand_backs.forget(entry_id)
         if self.quarantine.out_entries:  # (empty unless park is on: no work per ack otherwise)
             self.quarantine.settled(entry_id)
         if consumer is not None and consumer.pending.pop(entry_id, None) is not None:
@@ -244,10 +248,13 @@ class Subscription:
     def redeliver(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
         """Nack, ack timeout (entry_ids given) or redeliver-all (None): the tracker
         counts one more delivery for each message and decides where it goes."""
+        back: list[int] = []  # handed back unseen (hand_backs.py): queued again, not counted
         if entry_ids is None:
             ids = list(consumer.pending)
             consumer.pending.clear()
             event: failure.Event = failure.RedeliverAll()
+            if self.sub_type in HAND_BACK_TYPES:  # handed back unseen: not a delivery
+                ids, back = self.hand_backs.sort(consumer, ids)
             if ids and self.quarantine.active:  # park: only the oldest counts (key_quarantine)
                 ids = self.quarantine.counted_on_redeliver_all(ids)
         else:
@@ -260,13 +267,17 @@ class Subscription:
                 ids = [e for e in ids if e not in gone]
             event = failure.Nack()
         if ids:
-            self.tracker.redeliver(ids, event, consumer)
+            self.tracker.redeliver(ids, event, consumer, back)
+        elif back:
+            self.dispatcher.park(back)
+            self.dispatcher.schedule()
 
     def reset_to(self, next_entry_id: int) -> None:
         """Seek: everything before `next_entry_id` counts as acked, the rest is unacked."""
         self.cursor.reset(next_entry_id)
         self.tracker.reset()
         self.quarantine.reset()
+        self.hand_backs.reset()
         self.dispatcher.reset(next_entry_id)
         for c in self.consumers:
             c.pending.clear()
