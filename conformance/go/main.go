@@ -25,6 +25,7 @@ const scenarioTimeout = 45 * time.Second
 func allScenarios() []scenario {
 	return []scenario{
 		{"dlq_nack_shared", dlqNackShared},
+		{"dlq_nack_exclusive", dlqNackExclusive},
 		{"dlq_nack_key_shared", dlqNackKeyShared},
 		{"dlq_default_name", dlqDefaultName},
 		{"retry_reconsume_later", retryReconsumeLater},

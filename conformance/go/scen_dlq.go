@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,4 +146,58 @@ func dlqDefaultName(e *env) (any, error) {
 		"dead_letter":      e.rec(dm),
 		"source_after_dlq": more,
 	}, nil
+}
+
+// dlqNackExclusive: DLQPolicy{MaxDeliveries 2} on Exclusive, one message nacked on each of at most
+// five deliveries: the counts the application saw and what the dead letter topic holds.
+func dlqNackExclusive(e *env) (any, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	topic, dlqTopic := e.topic(), e.topic("dead")
+	dlqCons, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic: dlqTopic, SubscriptionName: "dlq-watch", Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer dlqCons.Close()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic: topic, SubscriptionName: "sub", Type: pulsar.Exclusive,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+		NackRedeliveryDelay:         200 * time.Millisecond,
+		DLQ:                         &pulsar.DLQPolicy{MaxDeliveries: 2, DeadLetterTopic: dlqTopic},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	p, err := producer(c, topic)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if _, err := send(p, &pulsar.ProducerMessage{Payload: []byte("m0")}); err != nil {
+		return nil, err
+	}
+	counts := []uint32{}
+	for n := 0; n < 5; n++ {
+		m, err := recv(cons, 3*time.Second)
+		if errors.Is(err, errNoMessage) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, m.RedeliveryCount())
+		cons.Nack(m)
+	}
+	dead, err := drain(dlqCons, true)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"counts": counts, "dead": dead}, nil
 }

@@ -110,6 +110,19 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "counts-survive-reconnect",
         pulsar={"before_close": [0, 1, 2], "after_reconnect": ["m0", 0]},
         letterbox={"before_close": [0, 1, 2], "after_reconnect": ["m0", 3]}),
+    ("go", "dlq_nack_exclusive"): Deliberate(
+        "redelivery counts go up on Exclusive too, so the Go client's DLQPolicy, which follows the "
+        "count on every subscription type, moves the message after MaxDeliveries",
+        "counts-on-every-subscription-type",
+        pulsar={"counts": [0, 0, 0, 0, 0], "dead": []},
+        letterbox={"counts": [0, 1], "dead": ["m0"]}),
+    ("java", "nack_dlq_exclusive"): Deliberate(
+        "redelivery counts go up on Exclusive too; the Java client's DeadLetterPolicy has no path "
+        "there, and a message it hands back unseen (count above maxRedeliverCount) comes again "
+        "with the highest count it keeps",
+        "counts-on-every-subscription-type",
+        pulsar={"counts": [0, 0, 0, 0, 0, 0], "dlq": None},
+        letterbox={"counts": [0, 1, 2, 2, 2, 2], "dlq": None}),
     ("python", "dlq_exclusive_subscription"): Deliberate(
         "redelivery counts go up on Exclusive too; the official client's dead letter policy has no "
         "path there, and a message it hands back unseen (count above max_redeliver_count) comes "

@@ -23,6 +23,7 @@ final class NackScenarios {
         m.put("nack_redelivery_count_exclusive", c -> nackCounts(c, SubscriptionType.Exclusive));
         m.put("nack_backoff_multiplier", NackScenarios::nackBackoff);
         m.put("nack_dlq_shared", NackScenarios::nackDlq);
+        m.put("nack_dlq_exclusive", NackScenarios::nackDlqExclusive);
         m.put("nack_count_across_reconnect", NackScenarios::countAcrossReconnect);
         m.put("ack_timeout_dlq", NackScenarios::ackTimeoutDlq);
     }
@@ -138,6 +139,43 @@ final class NackScenarios {
         }
         Message<byte[]> more = Ctx.recv(dlq, 1000);
         rec.put("dlq_more", more == null ? null : Ctx.text(more));
+        return rec;
+    }
+
+    /** Exclusive, maxRedeliverCount 2: five nacks of one message, then an ack; what reaches the
+     *  application and whether anything reaches the DLQ (the client has no DLQ path there). */
+    static Object nackDlqExclusive(Ctx c) throws Exception {
+        PulsarClient client = c.client();
+        String topic = c.topic("");
+        String sub = "nack-sub";
+        Consumer<byte[]> dlq = client.newConsumer().topic(topic + "-" + sub + "-DLQ")
+                .subscriptionName("dlq-watch")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
+        Consumer<byte[]> cons = client.newConsumer().topic(topic).subscriptionName(sub)
+                .subscriptionType(SubscriptionType.Exclusive)
+                .negativeAckRedeliveryDelay(200, TimeUnit.MILLISECONDS)
+                .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(2).build())
+                .subscribe();
+        Producer<byte[]> p = c.producer(client, topic);
+        p.send(Ctx.bytes("m0"));
+        List<Object> seen = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Message<byte[]> m = Ctx.recv(cons, Ctx.RECEIVE_MS);
+            if (m == null) {
+                seen.add(null);
+                break;
+            }
+            seen.add(m.getRedeliveryCount());
+            if (i < 5) {
+                cons.negativeAcknowledge(m);
+            } else {
+                cons.acknowledge(m);
+            }
+        }
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("counts", seen);
+        Message<byte[]> dead = Ctx.recv(dlq, 1500);
+        rec.put("dlq", dead == null ? null : Ctx.text(dead));
         return rec;
     }
 
