@@ -157,7 +157,7 @@ class StatsTracker:
         rate_in = self.rate("in", tname)
         storage = topic.ledger.size_bytes() if isinstance(topic, PersistentTopic) else 0
         return {
-            **stats_fields.TOPIC,
+            **stats_fields.fresh(stats_fields.TOPIC),
             "msgRateIn": rate_in,
             "msgThroughputIn": self.rate("bin", tname),
             "msgRateOut": self.rate("out", tname),
@@ -185,7 +185,7 @@ class StatsTracker:
     def _publisher_stats(self, tname: str, p: Any) -> dict[str, Any]:
         pid = str(id(p))
         return {
-            **stats_fields.PUBLISHER,
+            **stats_fields.fresh(stats_fields.PUBLISHER),
             "clientVersion": p.cnx.client_version,
             "accessMode": ACCESS_MODE_NAMES.get(p.access_mode, "Shared"),
             "msgRateIn": self.rate("pin", tname, pid),
@@ -209,7 +209,7 @@ class StatsTracker:
         active = dispatcher.active_name() if dispatcher is not None else None
         named = {"activeConsumerName": active} if active is not None else {}  # Pulsar omits a null one
         return {
-            **stats_fields.SUBSCRIPTION,
+            **stats_fields.fresh(stats_fields.SUBSCRIPTION),
             **named,
             "msgRateOut": rate_out,
             "msgThroughputOut": rate_out * avg,
@@ -237,7 +237,7 @@ class StatsTracker:
     def _consumer_stats(self, tname: str, sname: str, c: Consumer, avg: float) -> dict[str, Any]:
         rate = self.rate("cout", tname, sname, str(id(c)))
         return {
-            **stats_fields.CONSUMER,
+            **stats_fields.fresh(stats_fields.CONSUMER),
             "clientVersion": c.cnx.client_version,
             "msgRateOut": rate,
             "msgThroughputOut": rate * avg,
@@ -279,7 +279,7 @@ class StatsTracker:
 
 
 # fields of a topic's stats that Pulsar's PartitionedTopicStats does not sum up or carry
-PER_TOPIC_ONLY = frozenset({"deduplicationStatus", "ownerBroker"})
+PER_TOPIC_ONLY = frozenset({"deduplicationStatus"})
 
 
 def empty_topic_stats() -> dict[str, Any]:
@@ -356,10 +356,10 @@ def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
             "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - md),
             "totalNonContiguousDeletedMessagesRange": len(ranges),
             "properties": dict(getattr(sub.cursor, "properties", {})),
-            **stats_fields.CURSOR,
+            **stats_fields.fresh(stats_fields.CURSOR),
         }
     return {
-        **stats_fields.INTERNAL,
+        **stats_fields.fresh(stats_fields.INTERNAL),
         "entriesAddedCounter": ledger.next_entry_id,
         "numberOfEntries": entries,
         "totalSize": ledger.size_bytes(),

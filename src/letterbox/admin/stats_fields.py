@@ -5,10 +5,18 @@ and CursorStats carry fields for transactions, tiered storage, replication, entr
 dispatch-throttling events, Key_Shared draining hashes and a few timestamps letterbox does not
 keep. A script written against Pulsar reads them, so every stats answer carries them with the
 value Pulsar gives when the feature is unused or the event never happened (-1, 0, false, {}).
-Invariant: nothing here overrides a field letterbox computes (stats.py merges these first)."""
+Invariants: nothing here overrides a field letterbox computes (stats.py merges these first);
+every answer gets its own copies of the nested values (`fresh`), so no answer shares a dict or
+list with another."""
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+
+def fresh(fields: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `fields` whose nested dicts and lists are the answer's own."""
+    return {k: copy.deepcopy(v) if isinstance(v, dict | list) else v for k, v in fields.items()}
 
 TOPIC: dict[str, Any] = {
     "systemTopicBytesInCounter": 0,
