@@ -7,7 +7,7 @@ DATA_DIR ?= data
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser \
+.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -115,6 +115,10 @@ proto:
 # letterbox side by side with NATS JetStream (installs nats-server with apt-get as root, and nats-py)
 bench-peers: $(CODECS_STAMP)
 	$(BIN)/python benchmarks/peers.py
+
+# letterbox beside Apache Pulsar under pulsar-perf (fetches the reference broker's jars)
+bench-capacity: $(CODECS_STAMP) pulsar-fetch
+	$(BIN)/python benchmarks/capacity.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info src/letterbox/protocol/*.so

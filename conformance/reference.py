@@ -117,6 +117,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# short-lived tools start faster with the client compiler only and the serial collector; the load
+# generator keeps the full JIT and room for its latency histograms
+QUICK_JVM = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+TOOL_JVM = {"pulsar-perf": ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC"]}
+
+
 def client_conf(directory: Path, service_url: str, admin_url: str) -> Path:
     """A client.conf for Pulsar's command-line tools, pointing at one broker."""
     path = directory / "client.conf"
@@ -127,14 +133,20 @@ def client_conf(directory: Path, service_url: str, admin_url: str) -> Path:
 def tool(name: str, args: list[str], service_url: str, admin_url: str,
          timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
     """Run one of Pulsar's command-line tools against a broker; never raises on its exit code."""
+    with tempfile.TemporaryDirectory(prefix="pulsar-tool-") as tmp:
+        cmd = tool_command(name, args, service_url, admin_url, Path(tmp))
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def tool_command(name: str, args: list[str], service_url: str, admin_url: str,
+                 conf_dir: Path | None = None) -> list[str]:
+    """The command line of one of Pulsar's tools against a broker (its client.conf written into
+    `conf_dir`, a new temporary directory by default), for callers that run it themselves."""
     if name not in TOOLS:
         raise ValueError(f"unknown tool {name!r}: one of {', '.join(sorted(TOOLS))}")
-    with tempfile.TemporaryDirectory(prefix="pulsar-tool-") as tmp:
-        conf = client_conf(Path(tmp), service_url, admin_url)
-        # short-lived tools start faster with the client compiler only and the serial collector
-        cmd = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *OPENS, "-Dlog4j2.level=warn", "-cp", classpath(),
-               TOOLS[name], str(conf), *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    conf = client_conf(conf_dir or Path(tempfile.mkdtemp(prefix="pulsar-tool-")), service_url, admin_url)
+    return [java(), *TOOL_JVM.get(name, QUICK_JVM), *OPENS, "-Dlog4j2.level=warn", "-cp", classpath(),
+            TOOLS[name], str(conf), *args]
 
 
 def get_json(url: str, timeout: float = 5.0) -> object:

@@ -1,0 +1,373 @@
+"""letterbox beside Apache Pulsar under Pulsar's own load generator (pulsar-perf, Java), one command:
+
+    .venv/bin/python benchmarks/capacity.py              # or: make bench-capacity
+
+Each system is started in turn on 127.0.0.1 with a fresh data directory and the same durability
+(fsync before the receipt: letterbox `--sync full`, Apache Pulsar standalone with
+journalSyncData=true, conformance/pulsar/standalone.conf). The reference broker's jars, and
+pulsar-perf with them, come from Maven Central into ~/.cache/letterbox (conformance/reference.py).
+For each case a `pulsar-perf consume` and a `pulsar-perf produce` run together on one topic for
+--duration seconds; pulsar-perf prints one line per 10 s interval, and the first interval (JIT
+warm-up, connection set-up) is dropped. A case's figures are the median over the remaining
+intervals of the median over --runs runs:
+
+  max      -r far above what either broker takes: the sustained publish rate and the end-to-end
+           (received) rate, for sizes --sizes, batching on (pulsar-perf's 1 ms window) and off,
+           --producers producers, one topic and a topic of 16 partitions
+  rate     fixed rates (--rates, unbatched, one producer): publish latency (send to receipt) and
+           end-to-end latency (publish time to receipt by the consumer) at p50, p99 and p99.9
+
+Besides them, per system: start-up to the first receipt (process start until a producer's first
+send is acknowledged, official Python client), peak RSS of the broker process over the run, its
+CPU per message, and the machine's pace before and after (CPU probe, as benchmarks/peers.py).
+`--json` prints every interval as well.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _broker import Broker, CpuSpan, memory_mb
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from conformance import reference  # noqa: E402  (the repository's own reference-broker module)
+
+_NUM = r"([\d,.]+)"
+PRODUCED = re.compile(r"Throughput produced: .*? ---\s+" + _NUM + r"\s+msg/s .*?Latency: mean:\s+" + _NUM
+                      + r" ms - med:\s+" + _NUM + r" - 95pct:\s+" + _NUM + r" - 99pct:\s+" + _NUM
+                      + r" - 99\.9pct:\s+" + _NUM)
+RECEIVED = re.compile(r"Throughput received: .*? ---\s+" + _NUM + r"\s+msg/s .*?Latency: mean:\s+" + _NUM
+                      + r" ms - med:\s+" + _NUM + r" - 95pct:\s+" + _NUM + r" - 99pct:\s+" + _NUM
+                      + r" - 99\.9pct:\s+" + _NUM)
+TOTAL_SENT = re.compile(r"Throughput produced:\s+([\d,]+) msg")
+FAR_ABOVE = 10_000_000  # msg/s asked for in "max" cases: pulsar-perf refuses 0
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str  # "max" or "rate"
+    size: int
+    batching: bool
+    producers: int
+    partitions: int  # 0: one non-partitioned topic
+    rate: int = FAR_ABOVE
+
+    @property
+    def label(self) -> str:
+        where = f"{self.partitions} partitions" if self.partitions else "1 topic"
+        what = "max" if self.kind == "max" else f"{self.rate:,} msg/s"
+        return (f"{what}, {self.size} B, {'batched' if self.batching else 'unbatched'}, "
+                f"{self.producers} producer{'s' if self.producers > 1 else ''}, {where}")
+
+
+def _floats(m: re.Match[str]) -> list[float]:
+    return [float(g.replace(",", "")) for g in m.groups()]
+
+
+def intervals(text: str, pattern: re.Pattern[str]) -> list[dict[str, float]]:
+    """pulsar-perf's 10 s report lines as numbers: rate, mean, p50, p95, p99, p99.9 (ms)."""
+    keys = ("rate", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms")
+    return [dict(zip(keys, _floats(m), strict=True)) for m in pattern.finditer(text)]
+
+
+class Pulsar:
+    """Apache Pulsar standalone, as the conformance harness starts it."""
+
+    name = "pulsar"
+
+    def __init__(self, tmp: Path) -> None:
+        self.ref = reference.PulsarReference(data_dir=tmp / "pulsar")
+        self.started_at = 0.0
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.ref.start()
+
+    @property
+    def pid(self) -> int:
+        assert self.ref.pid is not None
+        return self.ref.pid
+
+    @property
+    def service_url(self) -> str:
+        return self.ref.service_url
+
+    @property
+    def admin_url(self) -> str:
+        return self.ref.admin_url
+
+    def stop(self) -> None:
+        self.ref.stop()
+
+
+class Letterbox:
+    name = "letterbox"
+
+    def __init__(self, tmp: Path) -> None:
+        self.broker = Broker(tmp / "data", sync="full", log=tmp / "broker.log")
+        self.started_at = 0.0
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.broker.start()
+
+    @property
+    def pid(self) -> int:
+        return self.broker.pid
+
+    @property
+    def service_url(self) -> str:
+        return self.broker.url
+
+    @property
+    def admin_url(self) -> str:
+        return self.broker.admin_url()
+
+    def stop(self) -> None:
+        self.broker.stop()
+
+
+def first_receipt_seconds(system: Pulsar | Letterbox, timeout: float = 300.0) -> float:
+    """From process start until a producer's first send is acknowledged (official Python client)."""
+    import pulsar  # the official client: what a user's first send goes through
+
+    topic = f"persistent://public/default/first-{uuid.uuid4().hex[:8]}"
+    deadline = system.started_at + timeout
+    while time.monotonic() < deadline:
+        try:
+            client = pulsar.Client(system.service_url, operation_timeout_seconds=5, connection_timeout_ms=1000,
+                                   logger=_silent())
+            try:
+                client.create_producer(topic, send_timeout_millis=5000).send(b"first")
+                return time.monotonic() - system.started_at
+            finally:
+                client.close()
+        except Exception:  # not up yet: the listener or the namespace is still starting
+            time.sleep(0.05)
+    raise TimeoutError(f"{system.name}: no receipt within {timeout}s of the start")
+
+
+def _silent() -> Any:
+    import logging
+
+    log = logging.getLogger("capacity.pulsar-client")
+    log.setLevel(logging.CRITICAL)
+    return log
+
+
+class PeakRss(threading.Thread):
+    """Samples a process's RSS every 100 ms; `peak_mb` once stopped."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_mb, self._stop_at = pid, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_at.wait(0.1):
+            try:
+                self.peak_mb = max(self.peak_mb, memory_mb(self.pid).get("VmRSS", 0.0))
+            except OSError:
+                return
+
+    def stop(self) -> float:
+        self._stop_at.set()
+        self.join()
+        return round(self.peak_mb, 1)
+
+
+def perf(system: Pulsar | Letterbox, args: list[str]) -> subprocess.Popen[str]:
+    """A pulsar-perf process against `system`, its output to a pipe."""
+    cmd = reference.tool_command("pulsar-perf", args, system.service_url, system.admin_url)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run_case(system: Pulsar | Letterbox, case: Case, duration: int) -> dict[str, Any]:
+    topic = f"persistent://public/default/cap-{uuid.uuid4().hex[:8]}"
+    common = ["-time", str(duration + 2)]
+    produce = ["produce", "-r", str(case.rate), "-s", str(case.size), "-n", str(case.producers), "-time",
+               str(duration), "-o", "1000", *([] if case.batching else ["-db"]),
+               topic]  # a partitioned topic is created beforehand (below), not by pulsar-perf's -np
+    if case.partitions:  # the consumer subscribes first: the topic must exist with its partitions
+        _create_partitioned(system.admin_url, topic, case.partitions)
+    consumer = perf(system, ["consume", "-ss", "cap", "-sp", "Earliest", *common, topic])
+    wait_subscribed(system.admin_url, topic, bool(case.partitions), consumer)
+    span, rss = CpuSpan(system.pid), PeakRss(system.pid)
+    rss.start()
+    producer = perf(system, produce)
+    try:
+        out_p, _ = producer.communicate(timeout=duration + 60)
+        out_c, _ = consumer.communicate(timeout=60)
+    finally:
+        for proc in (producer, consumer):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    cpu_s, peak = span.seconds(), rss.stop()
+    pub, rec = intervals(out_p, PRODUCED)[1:], intervals(out_c, RECEIVED)[1:]
+    if not pub or not rec:
+        tail = "\n".join((out_p if not pub else out_c).splitlines()[-15:])
+        raise RuntimeError(f"{system.name}, {case.label}: pulsar-perf reported no interval after the first:\n{tail}")
+    totals = TOTAL_SENT.findall(out_p)
+    sent = float(totals[-1].replace(",", "")) if totals else 0.0
+
+    def med(rows: list[dict[str, float]], key: str) -> float:
+        return round(statistics.median(r[key] for r in rows), 2) if rows else float("nan")
+
+    return {
+        "system": system.name, "case": case.label, "kind": case.kind,
+        "publish_msg_s": med(pub, "rate"), "received_msg_s": med(rec, "rate"),
+        "publish_p50_ms": med(pub, "p50_ms"), "publish_p99_ms": med(pub, "p99_ms"),
+        "publish_p999_ms": med(pub, "p999_ms"), "e2e_p50_ms": med(rec, "p50_ms"),
+        "e2e_p99_ms": med(rec, "p99_ms"), "e2e_p999_ms": med(rec, "p999_ms"),
+        "peak_rss_mb": peak, "broker_cpu_us_per_msg": round(cpu_s / sent * 1e6, 1) if sent else float("nan"),
+        "intervals": {"publish": pub, "received": rec},
+    }
+
+
+def wait_subscribed(admin_url: str, topic: str, partitioned: bool, consumer: subprocess.Popen[str],
+                    timeout: float = 120.0) -> None:
+    """Until pulsar-perf's consumer is attached (its JVM takes seconds to start): a producer that
+    started before would build a backlog, and the end-to-end latency would measure that."""
+    import urllib.error
+    import urllib.request
+
+    path = topic.replace("persistent://", "persistent/")
+    url = f"{admin_url}/admin/v2/{path}/{'partitioned-stats' if partitioned else 'stats'}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if consumer.poll() is not None:
+            raise RuntimeError(f"pulsar-perf consume exited ({consumer.returncode}) before subscribing")
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                if json.load(r).get("subscriptions", {}).get("cap", {}).get("consumers"):
+                    return
+        except (urllib.error.URLError, OSError, ValueError):
+            pass  # the topic does not exist until the consumer's subscribe creates it
+        time.sleep(0.2)
+    raise TimeoutError(f"pulsar-perf consume did not subscribe to {topic} within {timeout}s")
+
+
+def _create_partitioned(admin_url: str, topic: str, partitions: int) -> None:
+    import urllib.request
+
+    path = topic.replace("persistent://", "persistent/")
+    req = urllib.request.Request(f"{admin_url}/admin/v2/{path}/partitions", data=str(partitions).encode(),
+                                 method="PUT", headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=30).close()
+
+
+def cases(a: argparse.Namespace) -> list[Case]:
+    out: list[Case] = []
+    if "max" in a.cases:
+        for size in a.sizes:
+            for batching in (False, True):
+                for producers in a.producers:
+                    for partitions in a.partitions:
+                        out.append(Case("max", size, batching, producers, partitions))
+    if "rate" in a.cases:
+        out += [Case("rate", 100, False, 1, 0, rate) for rate in a.rates]
+    return out
+
+
+def cpu_probe() -> float:
+    t0 = time.process_time()
+    sum(range(30_000_000))
+    return round(time.process_time() - t0, 3)
+
+
+def run_system(name: str, a: argparse.Namespace, out: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f"capacity-{name}-"))
+    system: Pulsar | Letterbox = Pulsar(tmp) if name == "pulsar" else Letterbox(tmp)
+    try:
+        system.start()
+        meta[f"{name}_first_receipt_s"] = round(first_receipt_seconds(system), 2)
+        for case in cases(a):
+            for run in range(a.runs):
+                r = run_case(system, case, a.duration)
+                r["run"] = run + 1
+                out.append(r)
+                if not a.json:
+                    print(f"  {name:<9} {case.label:<58} run {run + 1}: publish {r['publish_msg_s']:>10,.0f} msg/s "
+                          f"received {r['received_msg_s']:>10,.0f}  p99 {r['publish_p99_ms']} / {r['e2e_p99_ms']} ms  "
+                          f"RSS {r['peak_rss_mb']} MB", flush=True)
+    finally:
+        system.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for label in dict.fromkeys(r["case"] for r in runs):
+        for system in dict.fromkeys(r["system"] for r in runs):
+            rs = [r for r in runs if r["case"] == label and r["system"] == system]
+            if rs:
+                keys = [k for k, v in rs[0].items() if isinstance(v, int | float) and k != "run"]
+                rows.append({"case": label, "system": system, "kind": rs[0]["kind"],
+                             **{k: statistics.median(r[k] for r in rs) for k in keys}})
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| case | system | publish msg/s | received msg/s | publish p50 / p99 / p99.9 ms "
+             "| end-to-end p50 / p99 / p99.9 ms | peak RSS MB | broker CPU µs/msg |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['system']} | {r['publish_msg_s']:,.0f} | {r['received_msg_s']:,.0f} "
+                     f"| {r['publish_p50_ms']} / {r['publish_p99_ms']} / {r['publish_p999_ms']} "
+                     f"| {r['e2e_p50_ms']} / {r['e2e_p99_ms']} / {r['e2e_p999_ms']} | {r['peak_rss_mb']} "
+                     f"| {r['broker_cpu_us_per_msg']} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--systems", default="pulsar,letterbox", help="comma-separated: pulsar, letterbox")
+    ap.add_argument("--cases", default="max,rate", help="comma-separated: max, rate")
+    ap.add_argument("--sizes", default="100,1024", help="payload bytes of the max cases")
+    ap.add_argument("--producers", default="1,16", help="producer counts of the max cases")
+    ap.add_argument("--partitions", default="0,16", help="0 (one topic) and/or a partition count")
+    ap.add_argument("--rates", default="1000,5000,10000,20000", help="msg/s of the rate cases")
+    ap.add_argument("--duration", type=int, default=40, help="seconds per run (10 s intervals; the first dropped)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    systems = [s for s in a.systems.split(",") if s]
+    a.cases = [c for c in a.cases.split(",") if c]
+    if bad := [s for s in systems if s not in ("pulsar", "letterbox")] + [c for c in a.cases if c not in ("max", "rate")]:
+        sys.exit(f"unknown system or case kind: {', '.join(bad)}")
+    if a.duration < 20:
+        sys.exit("--duration must be at least 20 s: pulsar-perf reports every 10 s and the first report is dropped")
+    a.sizes, a.producers, a.partitions, a.rates = ([int(x) for x in v.split(",") if x]
+                                                   for v in (a.sizes, a.producers, a.partitions, a.rates))
+    reference.fetch()  # pulsar-perf comes with the reference broker's jars, whichever systems run
+    meta: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nproc": os.cpu_count(),
+                            "pulsar_version": reference.pulsar_version(), "duration_s": a.duration,
+                            "runs": a.runs, "cpu_probe_s": [cpu_probe()]}
+    runs: list[dict[str, Any]] = []
+    for name in systems:
+        run_system(name, a, runs, meta)
+        meta["cpu_probe_s"].append(cpu_probe())
+    rows = summarise(runs)
+    if a.json:
+        print(json.dumps({"meta": meta, "rows": rows, "runs": runs}))
+        return
+    print(f"\n{json.dumps(meta)}\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
