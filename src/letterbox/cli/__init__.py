@@ -109,6 +109,7 @@ def _register() -> None:
     from letterbox.cli.admin import admin
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
+    from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
     from letterbox.cli.tokens import tokens
 
@@ -118,6 +119,7 @@ def _register() -> None:
     main.add_command(produce)
     main.add_command(consume)
     main.add_command(tokens)
+    main.add_command(migrate)
     main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
 
 

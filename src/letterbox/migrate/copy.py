@@ -1,0 +1,118 @@
+# Copying one topic's retained messages, in order, from the source broker to the target with the
+# official client: every component kept (payload, key, ordering key, properties, event time), the
+# source's message id and publish time added as MIGRATED_MESSAGE_ID / MIGRATED_PUBLISH_TIME.
+# Idempotent and resumable: one producer per topic with a fixed name sends the n-th message of
+# the source with sequence id n, on a target namespace with deduplication on, so a message sent
+# twice is stored once, and a rerun starts after the producer's last persisted sequence id.
+# Invariant: messages reach the target in the source's order (one unbatched producer per topic or
+# partition, each send waited for before the next run of sends is counted done).
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+MIGRATED_MESSAGE_ID = "MIGRATED_MESSAGE_ID"
+MIGRATED_PUBLISH_TIME = "MIGRATED_PUBLISH_TIME"
+OWN_PROPERTIES = frozenset({MIGRATED_MESSAGE_ID, MIGRATED_PUBLISH_TIME})
+READ_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Copied:
+    topic: str
+    messages: int  # on the target after the copy (the source's count)
+    sent: int  # sent by this run (0 on a rerun of a finished copy)
+
+
+def source_id(message: Any) -> str:
+    """A source message's id as "ledger:entry:batch_index" (what MIGRATED_MESSAGE_ID holds)."""
+    mid = message.message_id()
+    return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.batch_index()}"
+
+
+def producer_name(topic: str) -> str:
+    return "letterbox-migrate-" + hashlib.sha256(topic.encode()).hexdigest()[:16]
+
+
+def read_all(client: Any, topic: str) -> Iterator[Any]:
+    """Every retained message of `topic`, oldest first, through a non-durable reader."""
+    import pulsar
+
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    try:
+        while reader.has_message_available():
+            yield reader.read_next(READ_TIMEOUT_MS)
+    finally:
+        reader.close()
+
+
+def copy_topic(source: Any, target: Any, topic: str, progress: Callable[[int], None] | None = None) -> Copied:
+    """Copy `topic`'s retained messages from the `source` client to the `target` client."""
+    producer = target.create_producer(topic, producer_name=producer_name(topic), batching_enabled=False,
+                                      block_if_queue_full=True, send_timeout_millis=0)
+    try:
+        last = producer.last_sequence_id()  # -1 on a first run; the last one stored on a rerun
+        failures = _Failures(topic)
+        n = sent = 0
+        for n, msg in enumerate(read_all(source, topic), start=1):
+            if n - 1 <= last:
+                continue
+            props = dict(msg.properties())
+            props.setdefault(MIGRATED_MESSAGE_ID, source_id(msg))
+            props.setdefault(MIGRATED_PUBLISH_TIME, str(msg.publish_timestamp()))
+            producer.send_async(msg.data(), failures.note, properties=props, partition_key=msg.partition_key() or None,
+                                ordering_key=msg.ordering_key() or None, sequence_id=n - 1,
+                                event_timestamp=msg.event_timestamp() or None)
+            sent += 1
+            if sent % 1000 == 0:
+                producer.flush()
+                failures.check()
+                if progress is not None:
+                    progress(sent)
+        producer.flush()
+        failures.check()
+        if progress is not None:
+            progress(sent)
+        return Copied(topic, n, sent)
+    finally:
+        producer.close()
+
+
+def _bytes(value: str | bytes | None) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
+class _Failures:
+    """The send callbacks' verdicts: the first failure ends the copy (a rerun resumes it)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.first: str | None = None
+
+    def note(self, result: Any, _message_id: Any) -> None:
+        import pulsar
+
+        if result != pulsar.Result.Ok and self.first is None:
+            self.first = str(result)
+
+    def check(self) -> None:
+        if self.first is not None:
+            raise RuntimeError(f"the target refused a message of {self.topic}: {self.first}; "
+                               "run the migration again to resume")
+
+
+def checksum(client: Any, topic: str) -> tuple[int, str]:
+    """(messages, sha256 over each one's payload, key, ordering key, event time and the user's
+    properties, in order): the same on both sides when a copy is complete."""
+    h = hashlib.sha256()
+    count = 0
+    for msg in read_all(client, topic):
+        count += 1
+        props = sorted((k, v) for k, v in msg.properties().items() if k not in OWN_PROPERTIES)
+        for part in (msg.data(), _bytes(msg.partition_key()), _bytes(msg.ordering_key()),
+                     str(msg.event_timestamp()).encode(), repr(props).encode()):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+    return count, h.hexdigest()
