@@ -1,0 +1,36 @@
+"""A migration plan's reading of Pulsar-format cursor positions (letterbox.migrate.plan), pure."""
+from __future__ import annotations
+
+from letterbox.migrate.plan import (
+    MigrationPlan,
+    NamespacePlan,
+    SubscriptionPosition,
+    TopicPlan,
+    acked_entries,
+    acked_through,
+)
+
+
+def test_individually_deleted_ranges_are_open_below_and_closed_above() -> None:
+    assert acked_entries("[]") == frozenset()
+    assert acked_entries("[(7:4..7:6], (7:9..7:10]]") == {5, 6, 10}
+
+
+def test_a_position_knows_what_it_acknowledged() -> None:
+    pos = SubscriptionPosition("s", 3, frozenset({5, 6}))
+    assert [e for e in range(8) if pos.is_acked(e)] == [0, 1, 2, 3, 5, 6]
+
+
+def test_acked_through_compares_ledger_then_entry() -> None:
+    acked = acked_through({"markDeletePosition": "5:9", "individuallyDeletedMessages": "[(6:1..6:3], (8:0..9:2]]"})
+    assert acked(4, 100) and acked(5, 9) and not acked(5, 10)
+    assert [e for e in range(5) if acked(6, e)] == [2, 3]
+    assert acked(8, 7) and acked(9, 0) and acked(9, 2) and not acked(9, 3) and not acked(8, 0)
+
+
+def test_describe_names_everything_that_would_move() -> None:
+    plan = MigrationPlan(("t",), (NamespacePlan("t/ns", {"persistent://t/ns/p": 2}, (
+        TopicPlan("persistent://t/ns/a", 10, (SubscriptionPosition("s", 4, frozenset({6})),)),)),))
+    assert plan.describe() == [
+        "tenant t", "namespace t/ns", "  partitioned topic persistent://t/ns/p (2 partitions)",
+        "  topic persistent://t/ns/a: 10 entries; s (acked through 4, 1 more)"]
