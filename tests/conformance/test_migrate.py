@@ -9,6 +9,8 @@ import os
 import random
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 import uuid
 from typing import Any
@@ -104,3 +106,65 @@ def test_migrate_refuses_mistakes_before_writing(reference: Target, letterbox_ta
     unreachable = _migrate(letterbox_target, down, "--tenant", "public")
     assert unreachable.returncode != 0
     assert "127.0.0.1:9" in unreachable.stderr and "Traceback" not in unreachable.stderr
+
+
+def _stored(stats_url: str) -> int:
+    """Messages the target topic took in so far (0 before it exists)."""
+    try:
+        with urllib.request.urlopen(stats_url, timeout=10) as r:
+            return int(json.load(r)["msgInCounter"])
+    except urllib.error.HTTPError:
+        return 0
+
+
+def test_migrate_killed_and_rerun_loses_and_duplicates_nothing(reference: Target, letterbox_target: Target) -> None:
+    tenant = f"mig{uuid.uuid4().hex[:8]}"
+    _admin(letterbox_target.admin_url, "PUT", f"/admin/v2/tenants/{tenant}",
+           {"adminRoles": [], "allowedClusters": ["standalone"]})
+    _admin(letterbox_target.admin_url, "PUT", f"/admin/v2/namespaces/{tenant}/bulk")
+    # no subscription holds these messages: the namespace's retention keeps them
+    _admin(letterbox_target.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/bulk/retention",
+           {"retentionTimeInMinutes": 60, "retentionSizeInMB": 100})
+    topic = f"persistent://{tenant}/bulk/stream"
+    n = 20_000
+    with client(letterbox_target) as c:
+        prod = c.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=5,
+                                 block_if_queue_full=True)
+        failed: list[object] = []
+        for i in range(n):
+            prod.send_async(str(i).encode(), lambda res, _mid: failed.append(res) if res != pulsar.Result.Ok else None,
+                            properties={"i": str(i)})
+        prod.flush()
+        assert not failed, failed[:3]
+    cmd = [sys.executable, "-m", "letterbox", "migrate", "--service-url", letterbox_target.service_url,
+           "--admin-url", letterbox_target.admin_url, "--target-url", reference.service_url,
+           "--target-admin-url", reference.admin_url, "--tenant", tenant]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LETTERBOX_")}
+    rng = random.Random(11)
+    stats = f"{reference.admin_url}/admin/v2/persistent/{tenant}/bulk/stream/stats"
+    killed = []
+    for _ in range(5):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stored = _stored(stats)
+        while proc.poll() is None and _stored(stats) == stored:  # until this run's copy is under way
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.4))
+        if proc.poll() is None:
+            proc.kill()  # SIGKILL: no clean-up of any kind
+            killed.append(_stored(stats))
+        proc.wait()
+    assert len(killed) >= 2 and killed[0] < n, f"too few runs were killed mid-copy: {killed}"
+    final = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
+    assert final.returncode == 0, final.stdout + final.stderr
+    assert "verified: 1 topics, 0 subscriptions identical" in final.stdout
+    with client(reference) as c:
+        reader = c.create_reader(topic, pulsar.MessageId.earliest)
+        seen = []
+        while reader.has_message_available():
+            seen.append(int(reader.read_next(10_000).data()))
+        reader.close()
+    if seen != list(range(n)):  # diagnosis: what the target's topic holds, by its stats
+        with urllib.request.urlopen(stats, timeout=10) as r:
+            held = json.load(r)["msgInCounter"]
+        raise AssertionError(f"read {len(seen)} of {n} (target took in {held}); first gap at "
+                             f"{next(i for i, v in enumerate(seen) if v != i)}; kills at {killed}")

@@ -1,9 +1,11 @@
 # Copying one topic's retained messages, in order, from the source broker to the target with the
 # official client: every component kept (payload, key, ordering key, properties, event time), the
 # source's message id and publish time added as MIGRATED_MESSAGE_ID / MIGRATED_PUBLISH_TIME.
-# Idempotent and resumable: one producer per topic with a fixed name sends the n-th message of
-# the source with sequence id n, on a target namespace with deduplication on, so a message sent
-# twice is stored once, and a rerun starts after the producer's last persisted sequence id.
+# Idempotent and resumable: one producer per topic with a fixed name sends each message with a
+# sequence id made of its source position (entry id and batch index: `sequence_of`), increasing
+# in the source's order, on a target namespace with deduplication on, so a message sent twice is
+# stored once, and a rerun starts after the producer's last persisted sequence id, whatever the
+# source trimmed from the head of the topic in between.
 # Invariant: messages reach the target in the source's order (one unbatched producer per topic or
 # partition, each send waited for before the next run of sends is counted done).
 from __future__ import annotations
@@ -32,6 +34,15 @@ def source_id(message: Any) -> str:
     return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.batch_index()}"
 
 
+BATCH_INDEX_BITS = 20  # a batch holds fewer than 2**20 messages (Pulsar's clients: 1,000 by default)
+
+
+def sequence_of(message: Any) -> int:
+    """The target sequence id of a source message: increasing with its position in the topic."""
+    mid = message.message_id()
+    return int(mid.entry_id() << BATCH_INDEX_BITS) | max(int(mid.batch_index()), 0)
+
+
 def producer_name(topic: str) -> str:
     return "letterbox-migrate-" + hashlib.sha256(topic.encode()).hexdigest()[:16]
 
@@ -56,14 +67,16 @@ def copy_topic(source: Any, target: Any, topic: str, progress: Callable[[int], N
         last = producer.last_sequence_id()  # -1 on a first run; the last one stored on a rerun
         failures = _Failures(topic)
         n = sent = 0
-        for n, msg in enumerate(read_all(source, topic), start=1):
-            if n - 1 <= last:
+        for msg in read_all(source, topic):
+            n += 1
+            seq = sequence_of(msg)
+            if seq <= last:
                 continue
             props = dict(msg.properties())
             props.setdefault(MIGRATED_MESSAGE_ID, source_id(msg))
             props.setdefault(MIGRATED_PUBLISH_TIME, str(msg.publish_timestamp()))
             producer.send_async(msg.data(), failures.note, properties=props, partition_key=msg.partition_key() or None,
-                                ordering_key=msg.ordering_key() or None, sequence_id=n - 1,
+                                ordering_key=msg.ordering_key() or None, sequence_id=seq,
                                 event_timestamp=msg.event_timestamp() or None)
             sent += 1
             if sent % 1000 == 0:
