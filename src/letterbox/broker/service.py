@@ -129,13 +129,13 @@ class BrokerService:
     async def _start_locked(self) -> None:
         await self.store.start()
         await seed_defaults(self)  # public/default, before any client can connect
-        from letterbox.broker.connection.server_cnx import ServerCnx
+        from letterbox.broker.connection.inbound import open_connection
 
         loop = asyncio.get_running_loop()
         cfg = self.config
         if cfg.port is not None:
             server = await loop.create_server(
-                lambda: ServerCnx(self), host=cfg.bind, port=cfg.port, backlog=1024
+                lambda: open_connection(self), host=cfg.bind, port=cfg.port, backlog=1024
             )
             self._servers.append(server)
             self.port = server.sockets[0].getsockname()[1]
@@ -143,7 +143,7 @@ class BrokerService:
             from letterbox.security.tls import server_context
 
             server = await loop.create_server(
-                lambda: ServerCnx(self, tls=True), host=cfg.bind, port=cfg.broker_service_port_tls,
+                lambda: open_connection(self, tls=True), host=cfg.bind, port=cfg.broker_service_port_tls,
                 backlog=1024, ssl=server_context(cfg),
             )
             self._servers.append(server)
@@ -181,9 +181,9 @@ class BrokerService:
         for cnx in list(self.connections):
             # tell clients their producers and consumers are gone, so they reconnect
             for producer in list(cnx.producers.values()):
-                cnx.write(commands.close_producer(producer.producer_id))
+                cnx.send(commands.close_producer(producer.producer_id), producer_id=producer.producer_id)
             for consumer in list(cnx.consumers.values()):
-                cnx.write(commands.close_consumer(consumer.consumer_id))
+                cnx.send(commands.close_consumer(consumer.consumer_id), consumer_id=consumer.consumer_id)
             cnx.close()
         for server in self._servers:
             await server.wait_closed()

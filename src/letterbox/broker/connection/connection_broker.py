@@ -5,14 +5,13 @@
 # topic lookup and creation, and the names the broker gives to unnamed clients.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox.broker.topics.topic_broker import TopicBroker
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.connection_guard import ConnectionLimiter
     from letterbox.broker.connection.flow_control import PublishBuffer
-    from letterbox.broker.connection.server_cnx import ServerCnx
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.topic import NonPersistentSubscription, PersistentTopic, Topic
     from letterbox.security.authentication import AuthenticationService
@@ -29,7 +28,7 @@ class ConnectionBroker(TopicBroker, Protocol):
     @property
     def authentication(self) -> AuthenticationService: ...
     @property
-    def connections(self) -> set[ServerCnx]: ...
+    def connections(self) -> set[Any]: ...  # the open ServerCnx (server_cnx.py imports this module)
     @property
     def connection_limiter(self) -> ConnectionLimiter: ...
     @property

@@ -63,7 +63,7 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if c.consumer_id in cnx.consumers:
         existing = cnx.consumers[c.consumer_id]
         if existing.subscription is not None and existing.subscription.name == c.subscription:
-            cnx.write(commands.success(c.request_id))
+            cnx.send(commands.success(c.request_id))
             return
         raise ServiceNotReady(f"Consumer {c.consumer_id} is already present on the connection")
     name = TopicName.parse(c.topic)
@@ -105,17 +105,18 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if durable:
         check_new_subscription(topic, c.subscription)
     sub = topic.subscription_for(c.subscription, durable, initial, start)
+    cnx.consumers[c.consumer_id] = consumer  # known before a frame names it (ACTIVE_CONSUMER_CHANGE)
     try:
         sub.add_consumer(consumer, auto_split)  # dispatches on the next loop turn, flag set by then
         sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
         if policy is not None:
             sub.policy = policy  # PIP-22: the last created consumer's configuration wins
     except LetterboxError:
+        cnx.consumers.pop(c.consumer_id, None)
         if not sub.consumers and not sub.durable:
             topic.remove_subscription(sub.name)
         raise
-    cnx.consumers[c.consumer_id] = consumer
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 def _admit(cnx: ServerCnx, c: pb.CommandSubscribe, name: TopicName) -> tuple[dict[str, str], FailurePolicy | None]:
@@ -152,11 +153,15 @@ def _subscribe_non_persistent(cnx: ServerCnx, c: pb.CommandSubscribe, topic: Non
 
         np_sub = NonPersistentSubscription(topic, c.subscription)
         topic.subscriptions[c.subscription] = np_sub
-    np_sub.add_consumer(consumer, auto_split)
+    cnx.consumers[c.consumer_id] = consumer  # known before a frame names it (ACTIVE_CONSUMER_CHANGE)
+    try:
+        np_sub.add_consumer(consumer, auto_split)
+    except LetterboxError:
+        cnx.consumers.pop(c.consumer_id, None)
+        raise
     consumer.subscription = None
-    cnx.consumers[c.consumer_id] = consumer
     cnx.service.np_consumers[consumer] = np_sub
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: str,
@@ -208,7 +213,7 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
     sub = consumer.subscription
     if sub is None:  # non-persistent: nothing to acknowledge
         if request_id is not None:
-            cnx.write(commands.ack_response(consumer_id, request_id))
+            cnx.send(commands.ack_response(consumer_id, request_id))
         return
     topic_ledger = sub.topic.ledger.ledger_id
     items: list[tuple[int, list[int] | None]] = []  # ids with an ack set (batch indexes), in order
@@ -242,9 +247,9 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
         def done(f: asyncio.Future[None]) -> None:
             err = None if f.cancelled() else f.exception()
             if err is None:
-                cnx.write(commands.ack_response(consumer_id, rid))
+                cnx.send(commands.ack_response(consumer_id, rid))
             else:
-                cnx.write(commands.ack_response(consumer_id, rid, ServerError.PersistenceError, str(err)))
+                cnx.send(commands.ack_response(consumer_id, rid, ServerError.PersistenceError, str(err)))
 
         asyncio.ensure_future(sub.cursor.flush()).add_done_callback(done)
 
@@ -269,13 +274,13 @@ def handle_close_consumer(cnx: ServerCnx, frame: Frame) -> None:
     if consumer is not None:
         cnx.service.detach_consumer(consumer)
     if sub is None or not sub.durable:
-        cnx.write(commands.success(c.request_id))
+        cnx.send(commands.success(c.request_id))
         return
     rid = c.request_id
 
     async def close() -> None:
         await sub.cursor.flush()  # a clean close leaves its acks durable
-        cnx.write(commands.success(rid))
+        cnx.send(commands.success(rid))
 
     cnx.spawn(close(), rid)
 
@@ -287,7 +292,7 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
     if sub is None:
         cnx.consumers.pop(c.consumer_id, None)
         cnx.service.detach_consumer(consumer)
-        cnx.write(commands.success(c.request_id))
+        cnx.send(commands.success(c.request_id))
         return
     others = [x for x in sub.consumers if x is not consumer]
     force = c.HasField("force") and c.force
@@ -296,8 +301,7 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
             f"Subscription {sub.name!r} is busy: {len(others)} other connected consumer(s); "
             "close them before unsubscribing", ServerError.MetadataError)
     for other in others:
-        other.cnx.write(commands.close_consumer(other.consumer_id))
-        other.cnx.consumers.pop(other.consumer_id, None)
+        other.cnx.close_consumer(other.consumer_id)
         sub.remove_consumer(other)
     cnx.consumers.pop(c.consumer_id, None)
     sub.remove_consumer(consumer)
@@ -305,7 +309,7 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
 
     async def drop() -> None:
         await cnx.service.delete_subscription(sub.topic, sub.name)
-        cnx.write(commands.success(rid))
+        cnx.send(commands.success(rid))
 
     cnx.spawn(drop(), rid)
 
@@ -329,10 +333,9 @@ def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
     # like Pulsar: disconnect the subscription's consumers first, then answer; the
     # client completes its seek once it has re-subscribed at the new position
     for other in list(sub.consumers):
-        other.cnx.write(commands.close_consumer(other.consumer_id))
-        other.cnx.consumers.pop(other.consumer_id, None)
+        other.cnx.close_consumer(other.consumer_id)
         sub.remove_consumer(other)
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
@@ -357,7 +360,7 @@ def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
     # client compares it with the last id for has_message_available() after a seek or
     # when it started at latest
     md = sub.cursor.mark_delete
-    cnx.write(
+    cnx.send(
         commands.get_last_message_id_response(
             c.request_id,
             last.ledger_id,
@@ -373,16 +376,10 @@ def handle_consumer_stats(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.consumerStats
     consumer = _consumer(cnx, c.consumer_id)
     sub = consumer.subscription
-    cnx.write(
-        commands.consumer_stats_response(
-            c.request_id,
-            consumer_name=consumer.name,
-            available_permits=consumer.permits,
-            unacked_messages=sum(consumer.pending.values()),
-            msg_backlog=sub.backlog() if sub is not None else 0,
-            sub_type=str(consumer.sub_type),
-        )
-    )
+    cnx.send(commands.consumer_stats_response(
+        c.request_id, consumer_name=consumer.name, available_permits=consumer.permits,
+        unacked_messages=sum(consumer.pending.values()), msg_backlog=sub.backlog() if sub is not None else 0,
+        sub_type=str(consumer.sub_type)))
 
 
 HANDLERS: dict[int, Any] = {

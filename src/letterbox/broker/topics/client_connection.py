@@ -1,7 +1,8 @@
 # What a producer or a consumer needs of the client connection it lives on
-# (connection.server_cnx.ServerCnx is the one implementation): write a frame, know whether
-# the transport takes more, and the connection's own tables of producers and consumers,
-# from which a topic removes a client it closes, and the broker's configuration.
+# (connection.server_cnx.ServerCnx is the one implementation): send frames through its one
+# checked outbound path (`send`), know whether the transport takes more, and the
+# connection's own tables of producers and consumers, from which a topic removes a client it
+# closes, and the broker's configuration.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
@@ -29,6 +30,7 @@ class ClientConnection(Protocol):
     @property
     def service(self) -> Configured: ...  # the broker, for its configuration
 
-    def write(self, data: bytes) -> None: ...
+    def send(self, frames: bytes, *, consumer_id: int | None = None, producer_id: int | None = None,
+             count: int = 1) -> None: ...
     def close_producer(self, producer_id: int) -> None: ...
     def close_consumer(self, consumer_id: int) -> None: ...

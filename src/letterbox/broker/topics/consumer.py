@@ -108,6 +108,7 @@ class Consumer:
         """Non-persistent delivery: no pending-ack bookkeeping."""
         self.take_permits(num_messages)
         self.msg_out += num_messages
-        self.cnx.write(
-            commands.message(self.consumer_id, ledger_id, entry_id, self.partition_index, 0, None, data)
+        self.cnx.send(
+            commands.message(self.consumer_id, ledger_id, entry_id, self.partition_index, 0, None, data),
+            consumer_id=self.consumer_id,
         )

@@ -144,7 +144,7 @@ class Dispatcher:
         try:
             finished = self._read_new(r)
         finally:
-            r.write()
+            r.flush()
         if finished and (r.sent >= MAX_ENTRIES_PER_ROUND or r.examined >= MAX_EXAMINED_PER_ROUND):
             self.schedule()  # yield to other connections, then go on
 
@@ -192,9 +192,10 @@ class Dispatcher:
             r.room -= messages
             r.sent += k
             r.frames += new
+            r.run_frames += k
             r.run_bytes += sum(map(len, new))
             if r.run_bytes >= RUN_WRITE_BYTES:
-                r.write()
+                r.flush()
             if k == len(rows) or not sole.available:
                 return []
             rows, delivers = rows[k:], delivers[k:]
@@ -243,15 +244,16 @@ class Dispatcher:
                 continue
             self.read_position = eid + 1
             if target is not r.run:
-                r.write()
+                r.flush()
                 r.run = target
             n = entry.num_messages
             frame = self._frame(sub, target, entry, quiet=n < r.room)
             r.room -= n
             r.frames.append(frame)
+            r.run_frames += 1
             r.run_bytes += len(frame)
             if r.run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
-                r.write()
+                r.flush()
             r.sent += 1
             if not (target.available if sole is not None else self.any_available()):
                 break
@@ -290,7 +292,7 @@ class Dispatcher:
         return sent
 
     def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
-        target.cnx.write(self._frame(sub, target, entry))
+        target.cnx.send(self._frame(sub, target, entry), consumer_id=target.consumer_id)
 
     def _frame(self, sub: Subscription, target: Consumer, entry: Entry, quiet: bool = False) -> bytes:
         """Record the delivery of `entry` to `target` and return its MESSAGE frame, which
@@ -341,10 +343,13 @@ class _Round:
     run: Consumer | None = None
     frames: list[bytes] = field(default_factory=list)
     run_bytes: int = 0
+    run_frames: int = 0  # MESSAGE frames in `frames` (an item may hold a plain run's)
 
-    def write(self) -> None:
-        """Write the frames waiting for the run's consumer."""
-        if self.run is not None and self.frames:
-            self.run.cnx.write(b"".join(self.frames))
+    def flush(self) -> None:
+        """Send the frames waiting for the run's consumer, in one call."""
+        run = self.run
+        if run is not None and self.frames:
+            run.cnx.send(b"".join(self.frames), consumer_id=run.consumer_id, count=self.run_frames)
             self.frames = []
             self.run_bytes = 0
+            self.run_frames = 0

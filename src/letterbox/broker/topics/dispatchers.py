@@ -56,7 +56,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             previous.pending.clear()
         if self.sub_type == FAILOVER:
             for c in self.consumers:
-                c.cnx.write(commands.active_consumer_change(c.consumer_id, c is self.active))
+                c.cnx.send(commands.active_consumer_change(c.consumer_id, c is self.active), consumer_id=c.consumer_id)
 
     def any_available(self) -> bool:
         return self.active is not None and self.active.available

@@ -82,4 +82,4 @@ def _tell(sub: Subscription) -> None:
             continue
         if consumer not in _told and not consumer.closed:
             _told.add(consumer)
-            consumer.cnx.write(commands.reached_end_of_topic(consumer.consumer_id))
+            consumer.cnx.send(commands.reached_end_of_topic(consumer.consumer_id), consumer_id=consumer.consumer_id)
