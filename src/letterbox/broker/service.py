@@ -18,6 +18,7 @@ from letterbox import __version__
 from letterbox.broker.compaction.compactor import Compactor
 from letterbox.broker.connection.connection_guard import ConnectionLimiter
 from letterbox.broker.connection.flow_control import PublishBuffer
+from letterbox.broker.moves import redrive_locks
 from letterbox.broker.moves.redrive_tasks import RedriveTasks
 from letterbox.broker.policies import termination_record
 from letterbox.broker.policies.default_namespace import namespace_exists, seed_defaults
@@ -233,6 +234,10 @@ class BrokerService:
             topic = PersistentTopic(self, name, ledger)
         self.topics[key] = topic
         return topic
+
+    def redrive_running(self, dlq_name: str) -> bool:
+        """Whether a redrive of the dead letter topic `dlq_name` runs now (moves/redrive_locks.py)."""
+        return redrive_locks.redrive_running(dlq_name)
 
     def count_broker_appends(self, appends: Iterable[PendingAppend]) -> None:
         """Count the committed broker-side appends of a transaction (dead letters, moves,
