@@ -46,7 +46,7 @@ class ServerCnx(asyncio.Protocol):
         self.session: Session | None = None
         self.peer_common_name: str | None = None  # CN of a verified client certificate
         self.supports_auth_refresh = False
-        self.client_version = ""  # CONNECT's client_version (topic_termination.py reads it)
+        self.client_version = ""  # CONNECT's client_version (end_of_topic.py reads it)
         self.challenge_sent_at: float | None = None  # an AUTH_CHALLENGE awaits its answer
         self.refresh_timer: asyncio.TimerHandle | None = None
         self.refusal_timer: asyncio.TimerHandle | None = None

@@ -20,7 +20,7 @@ from letterbox.broker.redelivery.redelivery_tracker import RedeliveryTracker
 from letterbox.broker.topics.consumer import SUB_TYPE_NAMES
 from letterbox.broker.topics.dispatcher import Dispatcher
 from letterbox.broker.topics.dispatchers import make_dispatcher
-from letterbox.broker.topics.topic_termination import notify_end_of_topic
+from letterbox.broker.topics.end_of_topic import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
 if TYPE_CHECKING:
