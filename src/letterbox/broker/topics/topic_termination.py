@@ -20,7 +20,7 @@ from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.topics.topics_broker import TopicsBroker
 
 class TopicTerminated(LetterboxError):
     code = ServerError.TopicTerminatedError
@@ -32,7 +32,7 @@ def refuse_producer(topic: object) -> None:
         raise TopicTerminated(f"Topic {getattr(topic, 'name', '')} was already terminated")
 
 
-async def terminate(service: TopicBroker, topic: PersistentTopic) -> Position:
+async def terminate(service: TopicsBroker, topic: PersistentTopic) -> Position:
     """Terminate `topic` (idempotent): refuse further appends, wait for the appends already
     reserved to be durable, store the last position, close the producers (their reconnect
     is refused with TopicTerminatedError) and tell caught-up consumers the end was reached."""
