@@ -20,8 +20,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "letterbox"
 MAX_LINES = 400
 # Modules allowed over MAX_LINES for now, each with the reason. Empty this list, don't grow it.
 OVERSIZE_ALLOWED: dict[str, str] = {}
-# Packages whose modules must not import each other in a circle either (the lowest layers).
-MODULE_ACYCLIC = ("storage", "protocol")
+# Packages whose modules must not import each other in a circle either (the lowest layers,
+# and the broker: its rooms and the modules inside each, TYPE_CHECKING imports included).
+MODULE_ACYCLIC = ("storage", "protocol", "broker")
 GENERATED = {"protocol/pulsar_api_pb2.py"}
 # The rooms of letterbox.broker (its sub-packages, and service.py), from the top: a room
 # imports only rooms after it (TYPE_CHECKING imports included). What a lower room needs of a

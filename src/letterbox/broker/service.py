@@ -29,6 +29,7 @@ from letterbox.broker.redelivery.dead_letter_rate import DeadLetterRate
 from letterbox.broker.schemas.schema_registry import SchemaRegistry
 from letterbox.broker.topics.inactive_topics import InactiveTopicMonitor
 from letterbox.broker.topics.message_expiry import MessageExpiryMonitor
+from letterbox.broker.topics.subscription import subscription_of
 from letterbox.broker.topics.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
@@ -318,7 +319,7 @@ class BrokerService:
 
     # --- consumers -------------------------------------------------------
     def detach_consumer(self, consumer: Consumer) -> None:
-        sub = consumer.subscription
+        sub = subscription_of(consumer)
         if sub is not None:
             sub.remove_consumer(consumer)
             if not sub.durable and not sub.consumers and not sub.sought:

@@ -1,6 +1,7 @@
 # The inbound side of a client connection: the frames received so far are read from the
 # sans-IO ServerProtocol and handed to the handler of their command (`handle_<command>` in
-# handlers_auth, handlers_topic, handlers_producer, handlers_consumer). ServerCnx (the
+# handlers_auth, handlers_topic, handlers_producer, handlers_consumer and
+# handlers_consumer_queries). ServerCnx (the
 # connection's state and its one outbound path) is given `process` when it is opened
 # (`open_connection`) and calls it after each read, so the handlers depend on ServerCnx and
 # ServerCnx on none of them.
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker.connection import (
     handlers_auth,
     handlers_consumer,
+    handlers_consumer_queries,
     handlers_producer,
     handlers_topic,
 )
@@ -120,4 +122,5 @@ _HANDLERS: dict[int, Any] = {
     **handlers_topic.HANDLERS,
     **handlers_producer.HANDLERS,
     **handlers_consumer.HANDLERS,
+    **handlers_consumer_queries.HANDLERS,
 }

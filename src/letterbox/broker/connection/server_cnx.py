@@ -1,10 +1,10 @@
-# ServerCnx: one per client connection, a thin asyncio adapter over the
-# sans-IO ServerProtocol. Bytes in -> frames -> `handle_<command>` methods;
-# everything written is buffered and flushed once per event-loop pass, so a
-# burst of receipts or messages costs one socket write. A client error
-# becomes an ERROR / SEND_ERROR frame with a Pulsar code; a protocol
-# violation closes this connection only. No handler may raise out of
-# `data_received`.
+# ServerCnx: one per client connection, a thin asyncio adapter over the sans-IO
+# ServerProtocol. It owns the connection's state (handshake, producers, consumers, input
+# held or paused) and its one outbound path: every frame to the client goes through `send`,
+# which checks it (OutboundError) and buffers it; the buffer is flushed once per event-loop
+# pass (or at FLUSH_BYTES), so a burst of receipts or messages costs one socket write.
+# Frames received are handed to their handlers by inbound.py; a client error becomes an
+# ERROR / SEND_ERROR frame with a Pulsar code, a protocol violation closes this connection.
 from __future__ import annotations
 
 import asyncio
@@ -298,10 +298,8 @@ _HANDSHAKE = frozenset({T.CONNECTED, T.AUTH_CHALLENGE, T.ERROR, T.PING, T.PONG})
 
 def _kind(frames: bytes) -> str:
     """The command name of the (first) frame in `frames`, for an OutboundError."""
-    try:
-        return T.Type.Name(cast(Any, frames[_TYPE_AT])) if frames[_TYPE_AT - 1] == _TYPE_TAG else "a frame"
-    except (IndexError, ValueError):
-        return "a frame"
+    known = len(frames) > _TYPE_AT and frames[_TYPE_AT - 1] == _TYPE_TAG and frames[_TYPE_AT] in T.Type.values()
+    return T.Type.Name(cast(Any, frames[_TYPE_AT])) if known else "a frame"
 
 
 def request_id_of(cmd: pb.BaseCommand) -> int | None:
