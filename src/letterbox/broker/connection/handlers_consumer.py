@@ -111,9 +111,9 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
         sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
         if policy is not None:
             sub.policy = policy  # PIP-22: the last created consumer's configuration wins
-    except LetterboxError:
+    except Exception as exc:
         cnx.consumers.pop(c.consumer_id, None)
-        if not sub.consumers and not sub.durable:
+        if isinstance(exc, LetterboxError) and not sub.consumers and not sub.durable:
             topic.remove_subscription(sub.name)
         raise
     cnx.send(commands.success(c.request_id))
@@ -156,7 +156,7 @@ def _subscribe_non_persistent(cnx: ServerCnx, c: pb.CommandSubscribe, topic: Non
     cnx.consumers[c.consumer_id] = consumer  # known before a frame names it (ACTIVE_CONSUMER_CHANGE)
     try:
         np_sub.add_consumer(consumer, auto_split)
-    except LetterboxError:
+    except Exception:
         cnx.consumers.pop(c.consumer_id, None)
         raise
     consumer.subscription = None

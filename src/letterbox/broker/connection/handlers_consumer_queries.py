@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.compaction.compacted_reads import last_compacted_id
-from letterbox.broker.connection.handlers_consumer import consumer_of
+from letterbox.broker.connection.handlers_consumer import U64, consumer_of
 from letterbox.broker.topics.subscription import subscription_of
 from letterbox.errors import NotAllowed
 from letterbox.protocol import commands, parse_entry_metadata, pb
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from letterbox.protocol import Frame
 
 T = pb.BaseCommand
-U64 = (1 << 64) - 1
 
 
 def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
