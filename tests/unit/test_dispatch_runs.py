@@ -31,7 +31,8 @@ class FakeCnx:
         self.data = bytearray()
         self.writes = 0
 
-    def write(self, data: bytes) -> None:
+    def send(self, data: bytes, *, consumer_id: int | None = None, producer_id: int | None = None,
+             count: int = 1) -> None:
         self.data += data
         self.writes += 1
 

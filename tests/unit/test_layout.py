@@ -1,8 +1,11 @@
 """Layout rules of src/letterbox, checked from the source text (no import is executed):
 every module is at most MAX_LINES lines, the packages of letterbox import each other
 without a circle, the rooms of letterbox.broker (its sub-packages and root modules) import
-each other only downward and without a circle, admin and standalone use the broker only
-through its face, and a comment names only files that exist. Every import counts, including
+each other only downward and without a circle, no two modules of the broker import each
+other in a circle either, admin and standalone use the broker only through its face, a
+comment names only files that exist, the broker keeps its modules and functions small,
+frames leave a connection through its one outbound path and moves go through the one move
+transaction. Every import counts, including
 those under TYPE_CHECKING and inside functions: a lazy import hides a circle from the
 interpreter, not from the design."""
 from __future__ import annotations
@@ -20,8 +23,15 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "letterbox"
 MAX_LINES = 400
 # Modules allowed over MAX_LINES for now, each with the reason. Empty this list, don't grow it.
 OVERSIZE_ALLOWED: dict[str, str] = {}
-# Packages whose modules must not import each other in a circle either (the lowest layers).
-MODULE_ACYCLIC = ("storage", "protocol")
+# In broker/: at most BROKER_LARGE modules over BROKER_LARGE_LINES, no function over MAX_FUNCTION_LINES.
+BROKER_LARGE, BROKER_LARGE_LINES, MAX_FUNCTION_LINES = 3, 350, 60
+# The one place a connection writes to its transport (ServerCnx.send, flushed by _flush), and
+# the one move transaction of broker/moves (every append there and ack here).
+OUTBOUND_PATH = "broker/connection/server_cnx.py"
+MOVE_TRANSACTION = "broker/moves/move_transaction.py"
+# Packages whose modules must not import each other in a circle either (the lowest layers,
+# and the broker: its rooms and the modules inside each, TYPE_CHECKING imports included).
+MODULE_ACYCLIC = ("storage", "protocol", "broker")
 GENERATED = {"protocol/pulsar_api_pb2.py"}
 # The rooms of letterbox.broker (its sub-packages, and service.py), from the top: a room
 # imports only rooms after it (TYPE_CHECKING imports included). What a lower room needs of a
@@ -264,6 +274,40 @@ def test_comments_name_only_files_that_exist() -> None:
             stale += [f"{_rel(path)}:{tok.start[0]} {m[1]}" for m in _PY_PATH.finditer(tok.string)
                       if _named_file_missing(path, m[1], names)]
     assert not stale, f"comments naming a file that does not exist (moved? say where it is now): {stale}"
+
+
+def test_broker_modules_and_functions_stay_small() -> None:
+    broker = [p for p in _modules() if _rel(p).startswith("broker/")]
+    large = sorted(_rel(p) for p in broker if len(p.read_text().splitlines()) > BROKER_LARGE_LINES)
+    assert len(large) <= BROKER_LARGE, f"more than {BROKER_LARGE} broker modules over {BROKER_LARGE_LINES} lines: {large}"
+    long = [f"{_rel(p)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in broker for n in ast.walk(ast.parse(p.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (n.end_lineno or n.lineno) - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"broker functions over {MAX_FUNCTION_LINES} lines (name their steps): {long}"
+
+
+def _calls(path: Path, attr: str) -> list[int]:
+    """Lines of `path` calling a method named `attr` (x.attr(...))."""
+    return [n.lineno for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr]
+
+
+def test_frames_leave_through_the_one_outbound_path() -> None:
+    raw = [f"{_rel(p)}:{line}" for p in _modules() if _rel(p).startswith("broker/") and _rel(p) != OUTBOUND_PATH
+           for line in _calls(p, "write")]
+    assert not raw, f"write frames with the connection's send() ({OUTBOUND_PATH}), not a raw write: {raw}"
+    assert len(_calls(SRC / OUTBOUND_PATH, "write")) == 1, "ServerCnx writes to its transport in one place"
+
+
+def test_moves_go_through_the_one_move_transaction() -> None:
+    moves = [p for p in _modules() if _rel(p).startswith("broker/moves/") and _rel(p) != MOVE_TRANSACTION]
+    own = [f"{_rel(p)}:{line}" for p in moves for line in _calls(p, "transaction")]
+    assert not own, f"a move opens the one move transaction ({MOVE_TRANSACTION}), not a storage transaction: {own}"
+    live = [p for p in _modules() if _rel(p).startswith(("broker/topics/", "broker/redelivery/", "broker/connection/"))
+            or _rel(p) in ("broker/moves/dead_letter_router.py", "broker/moves/message_mover.py")]
+    tool = [f"{_rel(p)} imports {m}" for p in live for m in _imports(p) if ".moves.redrive" in m]
+    assert not tool, f"the live delivery path uses nothing of the redrive tool: {tool}"
 
 
 def test_the_checks_see_a_circle_and_an_oversize_module() -> None:

@@ -18,6 +18,7 @@ from letterbox import __version__
 from letterbox.broker.compaction.compactor import Compactor
 from letterbox.broker.connection.connection_guard import ConnectionLimiter
 from letterbox.broker.connection.flow_control import PublishBuffer
+from letterbox.broker.moves import redrive_locks
 from letterbox.broker.moves.redrive_tasks import RedriveTasks
 from letterbox.broker.policies import termination_record
 from letterbox.broker.policies.default_namespace import namespace_exists, seed_defaults
@@ -28,6 +29,7 @@ from letterbox.broker.redelivery.dead_letter_rate import DeadLetterRate
 from letterbox.broker.schemas.schema_registry import SchemaRegistry
 from letterbox.broker.topics.inactive_topics import InactiveTopicMonitor
 from letterbox.broker.topics.message_expiry import MessageExpiryMonitor
+from letterbox.broker.topics.subscription import subscription_of
 from letterbox.broker.topics.topic import (
     NonPersistentSubscription,
     NonPersistentTopic,
@@ -129,13 +131,13 @@ class BrokerService:
     async def _start_locked(self) -> None:
         await self.store.start()
         await seed_defaults(self)  # public/default, before any client can connect
-        from letterbox.broker.connection.server_cnx import ServerCnx
+        from letterbox.broker.connection.inbound import open_connection
 
         loop = asyncio.get_running_loop()
         cfg = self.config
         if cfg.port is not None:
             server = await loop.create_server(
-                lambda: ServerCnx(self), host=cfg.bind, port=cfg.port, backlog=1024
+                lambda: open_connection(self), host=cfg.bind, port=cfg.port, backlog=1024
             )
             self._servers.append(server)
             self.port = server.sockets[0].getsockname()[1]
@@ -143,7 +145,7 @@ class BrokerService:
             from letterbox.security.tls import server_context
 
             server = await loop.create_server(
-                lambda: ServerCnx(self, tls=True), host=cfg.bind, port=cfg.broker_service_port_tls,
+                lambda: open_connection(self, tls=True), host=cfg.bind, port=cfg.broker_service_port_tls,
                 backlog=1024, ssl=server_context(cfg),
             )
             self._servers.append(server)
@@ -181,9 +183,9 @@ class BrokerService:
         for cnx in list(self.connections):
             # tell clients their producers and consumers are gone, so they reconnect
             for producer in list(cnx.producers.values()):
-                cnx.write(commands.close_producer(producer.producer_id))
+                cnx.send(commands.close_producer(producer.producer_id), producer_id=producer.producer_id)
             for consumer in list(cnx.consumers.values()):
-                cnx.write(commands.close_consumer(consumer.consumer_id))
+                cnx.send(commands.close_consumer(consumer.consumer_id), consumer_id=consumer.consumer_id)
             cnx.close()
         for server in self._servers:
             await server.wait_closed()
@@ -233,6 +235,10 @@ class BrokerService:
             topic = PersistentTopic(self, name, ledger)
         self.topics[key] = topic
         return topic
+
+    def redrive_running(self, dlq_name: str) -> bool:
+        """Whether a redrive of the dead letter topic `dlq_name` runs now (moves/redrive_locks.py)."""
+        return redrive_locks.redrive_running(dlq_name)
 
     def count_broker_appends(self, appends: Iterable[PendingAppend]) -> None:
         """Count the committed broker-side appends of a transaction (dead letters, moves,
@@ -313,7 +319,7 @@ class BrokerService:
 
     # --- consumers -------------------------------------------------------
     def detach_consumer(self, consumer: Consumer) -> None:
-        sub = consumer.subscription
+        sub = subscription_of(consumer)
         if sub is not None:
             sub.remove_consumer(consumer)
             if not sub.durable and not sub.consumers and not sub.sought:

@@ -1,25 +1,24 @@
 # The broker as a client connection sees it: a Protocol that service.BrokerService meets,
 # so that a connection holds its broker without naming the composition root. It adds to
-# what topics see (topics.topic_broker.TopicBroker) authentication, the listening ports and
+# what topics see (topics.topics_broker.TopicsBroker) authentication, the listening ports and
 # version it reports, the set of open connections with their limits and publish buffer,
 # topic lookup and creation, and the names the broker gives to unnamed clients.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from letterbox.broker.topics.topic_broker import TopicBroker
+from letterbox.broker.topics.topics_broker import TopicsBroker
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.connection_guard import ConnectionLimiter
     from letterbox.broker.connection.flow_control import PublishBuffer
-    from letterbox.broker.connection.server_cnx import ServerCnx
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.topic import NonPersistentSubscription, PersistentTopic, Topic
     from letterbox.security.authentication import AuthenticationService
     from letterbox.topic_name import TopicName
 
 
-class ConnectionBroker(TopicBroker, Protocol):
+class ConnectionBroker(TopicsBroker, Protocol):
     @property
     def version(self) -> str: ...
     @property
@@ -29,7 +28,7 @@ class ConnectionBroker(TopicBroker, Protocol):
     @property
     def authentication(self) -> AuthenticationService: ...
     @property
-    def connections(self) -> set[ServerCnx]: ...
+    def connections(self) -> set[Any]: ...  # the open ServerCnx (server_cnx.py imports this module)
     @property
     def connection_limiter(self) -> ConnectionLimiter: ...
     @property

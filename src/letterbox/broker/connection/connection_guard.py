@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from letterbox.broker.connection.server_cnx import ServerCnx
     from letterbox.config import BrokerConfig
 
 log = logging.getLogger("letterbox.cnx")
@@ -50,13 +49,24 @@ class ConnectionLimiter:
             self.per_ip.pop(ip, None)
 
 
+class Guarded(Protocol):
+    """What the guard sees of its connection (server_cnx.ServerCnx)."""
+
+    remote: str
+    closed: bool
+
+    @property
+    def connected(self) -> bool: ...  # CONNECT arrived
+
+    def close(self) -> None: ...
+
+
 class ConnectionGuard:
-    def __init__(self, cnx: ServerCnx) -> None:
+    def __init__(self, cnx: Guarded, limiter: ConnectionLimiter, config: BrokerConfig) -> None:
         self.cnx = cnx
-        service = cnx.service
-        cfg = service.config
-        self.limiter: ConnectionLimiter = service.connection_limiter
-        self.frame_timeout = cfg.frame_timeout_seconds
+        self.limiter = limiter
+        self.connect_timeout = config.connect_timeout_seconds
+        self.frame_timeout = config.frame_timeout_seconds
         self.ip: str | None = None
         self.closed = False
         self._buffered = 0
@@ -73,16 +83,13 @@ class ConnectionGuard:
             log.warning("refusing connection from %s: %s", self.cnx.remote, reason)
             return False
         self.ip = ip
-        self._connect_timer = self._loop.call_later(
-            self.cnx.service.config.connect_timeout_seconds, self._connect_timed_out
-        )
+        self._connect_timer = self._loop.call_later(self.connect_timeout, self._connect_timed_out)
         return True
 
     def _connect_timed_out(self) -> None:
         self._connect_timer = None
-        if not self.closed and not self.cnx.closed and not self.cnx.proto.connected:
-            log.warning("closing connection from %s: no CONNECT within %.1fs",
-                        self.cnx.remote, self.cnx.service.config.connect_timeout_seconds)
+        if not self.closed and not self.cnx.closed and not self.cnx.connected:
+            log.warning("closing connection from %s: no CONNECT within %.1fs", self.cnx.remote, self.connect_timeout)
             self.cnx.close()
 
     def after_data(self, frames: int, buffered: int, timing: bool = True) -> None:

@@ -126,7 +126,7 @@ def refuse_request(cnx: ServerCnx, cmd: pb.BaseCommand) -> None:
     """Any command on a connection whose credentials were refused: AuthenticationError, close."""
     if cmd.type in (T.PING, T.PONG):
         if cmd.type == T.PING:
-            cnx.write(commands.pong())
+            cnx.send(commands.pong())
         return
     assert cnx.refusal is not None
     cnx.reply_error(cmd, ServerError.AuthenticationError, cnx.refusal)
@@ -134,12 +134,12 @@ def refuse_request(cnx: ServerCnx, cmd: pb.BaseCommand) -> None:
 
 
 def refuse(cnx: ServerCnx, message: str) -> None:
-    cnx.write(commands.error(commands.NO_REQUEST_ID, ServerError.AuthenticationError, message))
+    cnx.send(commands.error(commands.NO_REQUEST_ID, ServerError.AuthenticationError, message))
     cnx.close()
 
 
 def _connected(cnx: ServerCnx) -> None:
-    cnx.write(
+    cnx.send(
         commands.connected(
             server_version=f"letterbox-{cnx.service.version}",
             protocol_version=cnx.protocol_version,
@@ -175,7 +175,7 @@ def _check_expiry(cnx: ServerCnx) -> None:
                         "not support credential refresh")
             return
         cnx.challenge_sent_at = time.monotonic()
-        cnx.write(commands.auth_challenge(
+        cnx.send(commands.auth_challenge(
             f"letterbox-{cnx.service.version}", session.method, REFRESH_DATA, cnx.protocol_version
         ))
     _schedule_refresh(cnx)

@@ -1,17 +1,17 @@
 # Consume-side requests of ServerCnx: SUBSCRIBE, FLOW, ACK,
-# REDELIVER_UNACKNOWLEDGED_MESSAGES, CLOSE_CONSUMER, UNSUBSCRIBE, SEEK,
-# GET_LAST_MESSAGE_ID and CONSUMER_STATS.
+# REDELIVER_UNACKNOWLEDGED_MESSAGES, CLOSE_CONSUMER, UNSUBSCRIBE and SEEK (what a consumer
+# asks about where it is: handlers_consumer_queries.py).
 from __future__ import annotations
 
 import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, cast
 
-from letterbox.broker.compaction.compacted_reads import last_compacted_id
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.redelivery.redelivery_policy import consumer_policy
 from letterbox.broker.schemas.schema_registry import SchemaVersion, is_typed
 from letterbox.broker.topics.consumer import Consumer
+from letterbox.broker.topics.subscription import subscription_of
 from letterbox.broker.topics.topic import NonPersistentTopic, PersistentTopic
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.failure.consumer_properties import (
@@ -20,9 +20,8 @@ from letterbox.failure.consumer_properties import (
     without_letterbox_properties,
 )
 from letterbox.names import name_problem
-from letterbox.protocol import commands, parse_entry_metadata, pb
+from letterbox.protocol import commands, pb
 from letterbox.security.authorization import AuthorizationFailed, is_failure_topic_of
-from letterbox.storage.position import Position
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ class ConsumerNotFound(LetterboxError):
     code = ServerError.ConsumerNotFound
 
 
-def _consumer(cnx: ServerCnx, consumer_id: int) -> Consumer:
+def consumer_of(cnx: ServerCnx, consumer_id: int) -> Consumer:
     c = cnx.consumers.get(consumer_id)
     if c is None:
         raise ConsumerNotFound(f"no consumer with id {consumer_id} on this connection")
@@ -62,8 +61,9 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.subscribe
     if c.consumer_id in cnx.consumers:
         existing = cnx.consumers[c.consumer_id]
-        if existing.subscription is not None and existing.subscription.name == c.subscription:
-            cnx.write(commands.success(c.request_id))
+        attached = subscription_of(existing)
+        if attached is not None and attached.name == c.subscription:
+            cnx.send(commands.success(c.request_id))
             return
         raise ServiceNotReady(f"Consumer {c.consumer_id} is already present on the connection")
     name = TopicName.parse(c.topic)
@@ -105,17 +105,18 @@ def handle_subscribe(cnx: ServerCnx, frame: Frame) -> None:
     if durable:
         check_new_subscription(topic, c.subscription)
     sub = topic.subscription_for(c.subscription, durable, initial, start)
+    cnx.consumers[c.consumer_id] = consumer  # known before a frame names it (ACTIVE_CONSUMER_CHANGE)
     try:
         sub.add_consumer(consumer, auto_split)  # dispatches on the next loop turn, flag set by then
         sub.read_compacted = bool(c.read_compacted)  # the last subscribed consumer's choice
         if policy is not None:
             sub.policy = policy  # PIP-22: the last created consumer's configuration wins
-    except LetterboxError:
-        if not sub.consumers and not sub.durable:
+    except Exception as exc:
+        cnx.consumers.pop(c.consumer_id, None)
+        if isinstance(exc, LetterboxError) and not sub.consumers and not sub.durable:
             topic.remove_subscription(sub.name)
         raise
-    cnx.consumers[c.consumer_id] = consumer
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 def _admit(cnx: ServerCnx, c: pb.CommandSubscribe, name: TopicName) -> tuple[dict[str, str], FailurePolicy | None]:
@@ -152,11 +153,15 @@ def _subscribe_non_persistent(cnx: ServerCnx, c: pb.CommandSubscribe, topic: Non
 
         np_sub = NonPersistentSubscription(topic, c.subscription)
         topic.subscriptions[c.subscription] = np_sub
-    np_sub.add_consumer(consumer, auto_split)
+    cnx.consumers[c.consumer_id] = consumer  # known before a frame names it (ACTIVE_CONSUMER_CHANGE)
+    try:
+        np_sub.add_consumer(consumer, auto_split)
+    except Exception:
+        cnx.consumers.pop(c.consumer_id, None)
+        raise
     consumer.subscription = None
-    cnx.consumers[c.consumer_id] = consumer
     cnx.service.np_consumers[consumer] = np_sub
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: str,
@@ -183,9 +188,10 @@ def _check_dead_letter_target(cnx: ServerCnx, source: TopicName, subscription: s
 
 def handle_flow(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.flow
-    consumer = _consumer(cnx, c.consumer_id)
-    if consumer.subscription is not None:
-        consumer.subscription.flow(consumer, c.messagePermits)
+    consumer = consumer_of(cnx, c.consumer_id)
+    sub = subscription_of(consumer)
+    if sub is not None:
+        sub.flow(consumer, c.messagePermits)
     else:
         np_sub = cnx.service.np_consumers.get(consumer)
         if np_sub is not None:
@@ -204,11 +210,11 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
     else:
         assert ack is not None
         consumer_id, ack_type, request_id = ack[0], ack[1], ack[2]
-    consumer = _consumer(cnx, consumer_id)
-    sub = consumer.subscription
+    consumer = consumer_of(cnx, consumer_id)
+    sub = subscription_of(consumer)
     if sub is None:  # non-persistent: nothing to acknowledge
         if request_id is not None:
-            cnx.write(commands.ack_response(consumer_id, request_id))
+            cnx.send(commands.ack_response(consumer_id, request_id))
         return
     topic_ledger = sub.topic.ledger.ledger_id
     items: list[tuple[int, list[int] | None]] = []  # ids with an ack set (batch indexes), in order
@@ -242,17 +248,17 @@ def handle_ack(cnx: ServerCnx, frame: Frame) -> None:
         def done(f: asyncio.Future[None]) -> None:
             err = None if f.cancelled() else f.exception()
             if err is None:
-                cnx.write(commands.ack_response(consumer_id, rid))
+                cnx.send(commands.ack_response(consumer_id, rid))
             else:
-                cnx.write(commands.ack_response(consumer_id, rid, ServerError.PersistenceError, str(err)))
+                cnx.send(commands.ack_response(consumer_id, rid, ServerError.PersistenceError, str(err)))
 
         asyncio.ensure_future(sub.cursor.flush()).add_done_callback(done)
 
 
 def handle_redeliver(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.redeliverUnacknowledgedMessages
-    consumer = _consumer(cnx, c.consumer_id)
-    sub = consumer.subscription
+    consumer = consumer_of(cnx, c.consumer_id)
+    sub = subscription_of(consumer)
     if sub is None:
         return
     ledger_id = sub.topic.ledger.ledger_id
@@ -265,29 +271,29 @@ def handle_redeliver(cnx: ServerCnx, frame: Frame) -> None:
 def handle_close_consumer(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.close_consumer
     consumer = cnx.consumers.pop(c.consumer_id, None)
-    sub = consumer.subscription if consumer is not None else None
+    sub = subscription_of(consumer) if consumer is not None else None
     if consumer is not None:
         cnx.service.detach_consumer(consumer)
     if sub is None or not sub.durable:
-        cnx.write(commands.success(c.request_id))
+        cnx.send(commands.success(c.request_id))
         return
     rid = c.request_id
 
     async def close() -> None:
         await sub.cursor.flush()  # a clean close leaves its acks durable
-        cnx.write(commands.success(rid))
+        cnx.send(commands.success(rid))
 
     cnx.spawn(close(), rid)
 
 
 def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.unsubscribe
-    consumer = _consumer(cnx, c.consumer_id)
-    sub = consumer.subscription
+    consumer = consumer_of(cnx, c.consumer_id)
+    sub = subscription_of(consumer)
     if sub is None:
         cnx.consumers.pop(c.consumer_id, None)
         cnx.service.detach_consumer(consumer)
-        cnx.write(commands.success(c.request_id))
+        cnx.send(commands.success(c.request_id))
         return
     others = [x for x in sub.consumers if x is not consumer]
     force = c.HasField("force") and c.force
@@ -296,31 +302,34 @@ def handle_unsubscribe(cnx: ServerCnx, frame: Frame) -> None:
             f"Subscription {sub.name!r} is busy: {len(others)} other connected consumer(s); "
             "close them before unsubscribing", ServerError.MetadataError)
     for other in others:
-        other.cnx.write(commands.close_consumer(other.consumer_id))
-        other.cnx.consumers.pop(other.consumer_id, None)
+        other.cnx.close_consumer(other.consumer_id)
         sub.remove_consumer(other)
     cnx.consumers.pop(c.consumer_id, None)
     sub.remove_consumer(consumer)
     rid = c.request_id
+    topic = sub.topic
+    assert isinstance(topic, PersistentTopic)
 
     async def drop() -> None:
-        await cnx.service.delete_subscription(sub.topic, sub.name)
-        cnx.write(commands.success(rid))
+        await cnx.service.delete_subscription(topic, sub.name)
+        cnx.send(commands.success(rid))
 
     cnx.spawn(drop(), rid)
 
 
 def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.seek
-    consumer = _consumer(cnx, c.consumer_id)
-    sub = consumer.subscription
+    consumer = consumer_of(cnx, c.consumer_id)
+    sub = subscription_of(consumer)
     if sub is None:
         raise NotAllowed("seek is not supported on non-persistent topics")
-    ledger = sub.topic.ledger
+    topic = sub.topic
+    assert isinstance(topic, PersistentTopic)
+    ledger = topic.ledger
     if c.HasField("message_publish_time"):
         target = ledger.find_entry_by_publish_time(c.message_publish_time).entry_id
     elif c.HasField("message_id"):
-        target = _start_entry(sub.topic, c.message_id)
+        target = _start_entry(topic, c.message_id)
     else:
         raise NotAllowed("seek needs a message id or a publish time")
     sub.reset_to(target)
@@ -329,60 +338,9 @@ def handle_seek(cnx: ServerCnx, frame: Frame) -> None:
     # like Pulsar: disconnect the subscription's consumers first, then answer; the
     # client completes its seek once it has re-subscribed at the new position
     for other in list(sub.consumers):
-        other.cnx.write(commands.close_consumer(other.consumer_id))
-        other.cnx.consumers.pop(other.consumer_id, None)
+        other.cnx.close_consumer(other.consumer_id)
         sub.remove_consumer(other)
-    cnx.write(commands.success(c.request_id))
-
-
-def handle_get_last_message_id(cnx: ServerCnx, frame: Frame) -> None:
-    c = frame.command.getLastMessageId
-    consumer = _consumer(cnx, c.consumer_id)
-    sub = consumer.subscription
-    if sub is None:
-        raise NotAllowed("GetLastMessageId is not supported on non-persistent topics")
-    ledger = sub.topic.ledger
-    last = ledger.last_confirmed
-    batch_index = -1
-    compacted = last_compacted_id(sub) if sub.read_compacted else None
-    if compacted is not None:
-        last, batch_index = Position(last.ledger_id, compacted[0]), compacted[1]
-    elif last.entry_id >= 0:
-        entry = ledger.read_entry(last.entry_id)
-        if entry is not None:
-            meta = parse_entry_metadata(entry.data)
-            if meta.HasField("num_messages_in_batch"):
-                batch_index = meta.num_messages_in_batch - 1
-    # every cursor has a mark-delete position, a reader's too (as Pulsar answers): the
-    # client compares it with the last id for has_message_available() after a seek or
-    # when it started at latest
-    md = sub.cursor.mark_delete
-    cnx.write(
-        commands.get_last_message_id_response(
-            c.request_id,
-            last.ledger_id,
-            last.entry_id & U64,
-            consumer.partition_index,
-            batch_index,
-            mark_delete=(md.ledger_id, md.entry_id & U64) if md is not None else None,
-        )
-    )
-
-
-def handle_consumer_stats(cnx: ServerCnx, frame: Frame) -> None:
-    c = frame.command.consumerStats
-    consumer = _consumer(cnx, c.consumer_id)
-    sub = consumer.subscription
-    cnx.write(
-        commands.consumer_stats_response(
-            c.request_id,
-            consumer_name=consumer.name,
-            available_permits=consumer.permits,
-            unacked_messages=sum(consumer.pending.values()),
-            msg_backlog=sub.backlog() if sub is not None else 0,
-            sub_type=str(consumer.sub_type),
-        )
-    )
+    cnx.send(commands.success(c.request_id))
 
 
 HANDLERS: dict[int, Any] = {
@@ -393,6 +351,4 @@ HANDLERS: dict[int, Any] = {
     T.CLOSE_CONSUMER: handle_close_consumer,
     T.UNSUBSCRIBE: handle_unsubscribe,
     T.SEEK: handle_seek,
-    T.GET_LAST_MESSAGE_ID: handle_get_last_message_id,
-    T.CONSUMER_STATS: handle_consumer_stats,
 }

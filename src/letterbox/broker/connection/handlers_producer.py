@@ -48,7 +48,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     existing = cnx.producers.get(pid)
     if existing is not None:
         # a client retrying its create on the same connection gets the same answer
-        cnx.write(_success(cnx, rid, existing))
+        cnx.send(_success(cnx, rid, existing))
         return
     name = TopicName.parse(c.topic)
     if c.producer_access_mode not in ACCESS_MODE_NAMES:
@@ -72,7 +72,7 @@ def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     wait = topic.add_producer(producer, c.topic_epoch if c.HasField("topic_epoch") else None)
     if wait is None:
         cnx.producers[pid] = producer
-        cnx.write(_success(cnx, rid, producer))
+        cnx.send(_success(cnx, rid, producer))
         return
     _wait_for_exclusive(cnx, rid, producer, wait)
 
@@ -99,7 +99,7 @@ def _admit(cnx: ServerCnx, c: pb.CommandProducer, name: TopicName) -> bytes:
 def _wait_for_exclusive(cnx: ServerCnx, rid: int, producer: Producer, wait: asyncio.Future[None]) -> None:
     """WaitForExclusive: tell the client it is queued, answer again once it holds the topic."""
     cnx.pending_producers[pid := producer.producer_id] = wait
-    cnx.write(_success(cnx, rid, producer, ready=False))
+    cnx.send(_success(cnx, rid, producer, ready=False))
 
     def granted(fut: asyncio.Future[None]) -> None:
         cnx.pending_producers.pop(pid, None)
@@ -109,10 +109,10 @@ def _wait_for_exclusive(cnx: ServerCnx, rid: int, producer: Producer, wait: asyn
         failure = fut.exception()
         if isinstance(failure, LetterboxError):  # fenced out by an ExclusiveWithFencing producer
             producer.closed = True
-            cnx.write(commands.error(rid, failure.code, failure.message))
+            cnx.send(commands.error(rid, failure.code, failure.message))
             return
         cnx.producers[pid] = producer
-        cnx.write(_success(cnx, rid, producer))
+        cnx.send(_success(cnx, rid, producer))
 
     wait.add_done_callback(granted)
 
@@ -192,10 +192,10 @@ def handle_sends(cnx: ServerCnx, sends: list[SendScan], dispatch: Callable[[Fram
         try:
             _publish(cnx, producer, pid, seq, highest, hp, facts[0], facts[1], facts[2])
         except LetterboxError as exc:  # as ServerCnx._dispatch answers a SEND's error
-            cnx.write(commands.send_error(pid, seq, exc.code, exc.message))
+            cnx.send(commands.send_error(pid, seq, exc.code, exc.message))
         except Exception as exc:  # a bug must not take the broker down
             log.exception("error handling SEND from %s", cnx.remote)
-            cnx.write(commands.send_error(pid, seq, ServerError.UnknownError, f"internal error: {exc}"))
+            cnx.send(commands.send_error(pid, seq, ServerError.UnknownError, f"internal error: {exc}"))
 
 
 async def _check_off_loop(
@@ -245,11 +245,11 @@ def _publish(
     producer.bytes_in += nbytes
     if isinstance(topic, NonPersistentTopic):
         pos = topic.publish_now(hp, num)
-        cnx.write(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
+        cnx.send(commands.send_receipt(pid, seq, pos.ledger_id, pos.entry_id, highest))
         return
     assert isinstance(topic, PersistentTopic)
     if topic.terminated is not None:  # a SEND that raced the termination
-        _in_order(cnx, producer, lambda: cnx.write(commands.send_error(
+        _in_order(cnx, producer, lambda: cnx.send(commands.send_error(
             pid, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")))
         return
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
@@ -279,7 +279,7 @@ def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
     code the C++ client (so the Python one) closes the connection and re-sends the same
     message forever. The text says what is wrong."""
     message = f"message refused: {exc}"
-    _in_order(cnx, p, lambda: cnx.write(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
+    _in_order(cnx, p, lambda: cnx.send(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
 
 
 def _in_order(cnx: ServerCnx, p: Producer, write: Callable[[], None]) -> None:
@@ -308,7 +308,7 @@ def _chain(
     (in the same callback: one loop callback per SEND)."""
     if fut is None:
         # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
-        _in_order(cnx, p, lambda: cnx.write(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
+        _in_order(cnx, p, lambda: cnx.send(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
         return
 
     def on_durable(f: asyncio.Future[Position]) -> None:
@@ -317,7 +317,7 @@ def _chain(
             send_batch.refuse_unstored(cnx, p, [seq], f.exception() if not f.cancelled() else None)
             return
         pos = f.result()
-        cnx.write(commands.send_receipt(p.producer_id, seq, pos.ledger_id, pos.entry_id, highest))
+        cnx.send(commands.send_receipt(p.producer_id, seq, pos.ledger_id, pos.entry_id, highest))
 
     fut.add_done_callback(on_durable)
     p.last_receipt = fut  # type: ignore[assignment]
@@ -331,7 +331,7 @@ def handle_close_producer(cnx: ServerCnx, frame: Frame) -> None:
         pending.cancel()
     if producer is not None:
         producer.topic.remove_producer(producer)
-    cnx.write(commands.success(c.request_id))
+    cnx.send(commands.success(c.request_id))
 
 
 HANDLERS: dict[int, Any] = {

@@ -38,7 +38,7 @@ def handle_lookup(cnx: ServerCnx, frame: Frame) -> None:
         raise unknown_listener(requested, {})
     else:
         plain, tls = cnx.advertised_urls()
-    cnx.write(commands.lookup_response(c.request_id, plain, broker_url_tls=tls))
+    cnx.send(commands.lookup_response(c.request_id, plain, broker_url_tls=tls))
 
 
 def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
@@ -51,19 +51,19 @@ def handle_partitioned_metadata(cnx: ServerCnx, frame: Frame) -> None:
         # a question about a topic, not a request to create it: TopicNotFound when there is none
         n = service.partitions_of(name)
         if n or service.topic_exists(name):
-            cnx.write(commands.partitioned_metadata_response(rid, n))
+            cnx.send(commands.partitioned_metadata_response(rid, n))
         else:
-            cnx.write(commands.partitioned_metadata_error(rid, ServerError.TopicNotFound,
+            cnx.send(commands.partitioned_metadata_error(rid, ServerError.TopicNotFound,
                                                           f"Topic {name} does not exist"))
         return
     if not service.should_auto_partition(name):
-        cnx.write(commands.partitioned_metadata_response(rid, service.partitions_of(name)))
+        cnx.send(commands.partitioned_metadata_response(rid, service.partitions_of(name)))
         return
     partitions = service.config.default_num_partitions
 
     async def create() -> None:
         await service.create_partitioned_topic(name, partitions)
-        cnx.write(commands.partitioned_metadata_response(rid, partitions))
+        cnx.send(commands.partitioned_metadata_response(rid, partitions))
 
     cnx.spawn(create(), rid)
 
@@ -94,7 +94,7 @@ def handle_get_topics_of_namespace(cnx: ServerCnx, frame: Frame) -> None:
             raise InvalidTopicName(f"invalid topics pattern {c.topics_pattern!r}: {exc}") from None
         topics = [t for t in topics if rx.fullmatch(t) or rx.fullmatch(t.split("://", 1)[1])]
         filtered = True
-    cnx.write(commands.get_topics_of_namespace_response(c.request_id, topics, filtered))
+    cnx.send(commands.get_topics_of_namespace_response(c.request_id, topics, filtered))
 
 
 def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
@@ -106,7 +106,7 @@ def handle_get_schema(cnx: ServerCnx, frame: Frame) -> None:
     if found is None:
         what = "a schema" if wanted is None else f"schema version {wanted}"
         raise TopicNotFound(f"Topic {name} does not have {what}")
-    cnx.write(commands.get_schema_response(c.request_id, found.to_pb(), version_bytes(found.version)))
+    cnx.send(commands.get_schema_response(c.request_id, found.to_pb(), version_bytes(found.version)))
 
 
 def handle_get_or_create_schema(cnx: ServerCnx, frame: Frame) -> None:
@@ -116,12 +116,12 @@ def handle_get_or_create_schema(cnx: ServerCnx, frame: Frame) -> None:
     version, write = cnx.service.schemas.add(name, SchemaVersion.from_pb(c.schema))
     rid = c.request_id
     if write is None:
-        cnx.write(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
+        cnx.send(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
         return
 
     async def stored() -> None:
         await write
-        cnx.write(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
+        cnx.send(commands.get_or_create_schema_response(rid, version_bytes(version.version)))
 
     cnx.spawn(stored(), rid)
 

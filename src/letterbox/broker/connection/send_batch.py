@@ -87,7 +87,7 @@ def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending],
     if err is not None or f.cancelled():
         refuse_unstored(cnx, p, [seq for _eid, seq, _highest, _nbytes in batch], err)
         return
-    cnx.write(encode_pending_receipts(pid, ledger_id, batch))
+    cnx.send(encode_pending_receipts(pid, ledger_id, batch), count=len(batch))
 
 
 def refuse_unstored(cnx: ServerCnx, p: Producer, seqs: list[int], err: BaseException | None) -> None:
@@ -100,4 +100,4 @@ def refuse_unstored(cnx: ServerCnx, p: Producer, seqs: list[int], err: BaseExcep
     if isinstance(topic, PersistentTopic) and topic.deduplication_enabled():
         p.highest_sequence_pushed = topic.ledger.last_pushed_sequence_id(p.name)
     for seq in seqs:
-        cnx.write(commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}"))
+        cnx.send(commands.send_error(p.producer_id, seq, ServerError.PersistenceError, f"could not store message: {err}"))

@@ -1,28 +1,20 @@
-# ServerCnx: one per client connection, a thin asyncio adapter over the
-# sans-IO ServerProtocol. Bytes in -> frames -> `handle_<command>` methods;
-# everything written is buffered and flushed once per event-loop pass, so a
-# burst of receipts or messages costs one socket write. A client error
-# becomes an ERROR / SEND_ERROR frame with a Pulsar code; a protocol
-# violation closes this connection only. No handler may raise out of
-# `data_received`.
+# ServerCnx: one per client connection, a thin asyncio adapter over the sans-IO
+# ServerProtocol. It owns the connection's state (handshake, producers, consumers, input
+# held or paused) and its one outbound path: every frame to the client goes through `send`,
+# which checks it (OutboundError) and buffers it; the buffer is flushed once per event-loop
+# pass (or at FLUSH_BYTES), so a burst of receipts or messages costs one socket write.
+# Frames received are handed to their handlers by inbound.py; a client error becomes an
+# ERROR / SEND_ERROR frame with a Pulsar code, a protocol violation closes this connection.
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
-from letterbox.broker.connection import (
-    handlers_auth,
-    handlers_consumer,
-    handlers_producer,
-    handlers_topic,
-)
 from letterbox.broker.connection.connection_guard import ConnectionGuard
 from letterbox.broker.connection.flow_control import FlowControl
-from letterbox.broker.connection.handlers_producer import handle_sends
-from letterbox.broker.connection.send_batch import submit as submit_sends
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
 from letterbox.protocol.speedups import send_codec
@@ -32,7 +24,6 @@ if TYPE_CHECKING:
     from letterbox.broker.connection.connection_broker import ConnectionBroker
     from letterbox.broker.topics.consumer import Consumer
     from letterbox.broker.topics.producer import Producer
-    from letterbox.protocol import Frame
     from letterbox.security.authentication import Session
 
 log = logging.getLogger("letterbox.cnx")
@@ -46,19 +37,20 @@ _SEND_RUNS = send_codec is not None  # ServerProtocol.take_sends can give anythi
 
 
 class ServerCnx(asyncio.Protocol):
-    def __init__(self, service: ConnectionBroker, tls: bool = False) -> None:
+    def __init__(self, service: ConnectionBroker, inbound: Callable[[ServerCnx], None], tls: bool = False) -> None:
         self.service = service
+        self._inbound = inbound  # reads the frames received so far and hands them out (inbound.py)
         self.tls = tls  # accepted on the pulsar+ssl:// listener
         # who the client is (None: authentication off); set before CONNECTED is sent
         self.role: str | None = None
         self.session: Session | None = None
         self.peer_common_name: str | None = None  # CN of a verified client certificate
         self.supports_auth_refresh = False
-        self.client_version = ""  # CONNECT's client_version (topic_termination.py reads it)
+        self.client_version = ""  # CONNECT's client_version (end_of_topic.py reads it)
         self.challenge_sent_at: float | None = None  # an AUTH_CHALLENGE awaits its answer
         self.refresh_timer: asyncio.TimerHandle | None = None
         self.refusal_timer: asyncio.TimerHandle | None = None
-        self._input_held = False
+        self.input_held = False  # no frame is handled until release_input()
         self._reading = True  # the transport's reading state (hold_input and flow control)
         # why this connection's credentials were refused (every request now gets it)
         self.refusal: str | None = None
@@ -72,6 +64,8 @@ class ServerCnx(asyncio.Protocol):
         self.closed = False
         self.remote = "?"
         self.protocol_version = 0
+        self._handshaken = False  # CONNECTED went out (send() checks the handshake until then)
+        self._frame_limit = service.config.max_message_size + FRAME_PADDING  # what the client reads
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_scheduled = False
@@ -79,7 +73,7 @@ class ServerCnx(asyncio.Protocol):
         self._keepalive: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
         # connection limits, CONNECT/frame time limits (connection_guard.py)
-        self.guard = ConnectionGuard(self)
+        self.guard = ConnectionGuard(self, service.connection_limiter, service.config)
         # publish backpressure: pending SENDs and bytes awaiting storage (flow_control.py)
         self.flow = FlowControl(self, service.publish_buffer, service.config)
 
@@ -107,56 +101,27 @@ class ServerCnx(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote, exc)
             self.close()
             return
-        self._process()
+        self._inbound(self)
 
-    def _process(self) -> None:
-        frames = 0
-        # runs of common SENDs are read by the compiled codec in one call (take_sends); tried
-        # first and again after each SEND next_event gives, so other frames cost nothing extra
-        try_sends = _SEND_RUNS and self.refusal is None
-        try:
-            while not self.closed and not self._input_held:
-                if try_sends:
-                    try_sends = False
-                    sends = self.proto.take_sends()
-                    if sends:
-                        frames += len(sends)
-                        handle_sends(self, sends, self._dispatch)
-                        continue
-                frame = self.proto.next_event()
-                if frame is None:
-                    break
-                frames += 1
-                if frame.type == T.SEND:
-                    try_sends = _SEND_RUNS and self.refusal is None
-                elif self.send_batches:
-                    submit_sends(self)  # the SENDs before it are stored first
-                self._dispatch(frame)
-        except ProtocolError as exc:
-            log.warning("closing connection from %s: %s", self.remote, exc)
-            self.close()
-            return
-        finally:
-            if self.send_batches:
-                submit_sends(self)
-        # frames held back (authentication in progress) are not a slow sender's
-        self.guard.after_data(frames, self.proto.buffered, timing=not self._input_held)
-        self.flow.set_buffered(self.proto.buffered)
+    @property
+    def connected(self) -> bool:
+        """CONNECT arrived (the sans-IO protocol's state)."""
+        return self.proto.connected
 
     def hold_input(self) -> None:
         """Handle no further frame until release_input() (authentication in progress)."""
-        self._input_held = True
+        self.input_held = True
         self.update_reading()
 
     def release_input(self) -> None:
-        self._input_held = False
+        self.input_held = False
         if self.transport is not None and not self.closed:
             self.update_reading()
-            self._process()
+            self._inbound(self)
 
     def update_reading(self) -> None:
         """Read from the socket unless input is held or flow control says stop."""
-        reading = not (self._input_held or self.flow.paused)
+        reading = not (self.input_held or self.flow.paused)
         if reading != self._reading and self.transport is not None and not self.closed:
             self._reading = reading
             if reading:
@@ -190,29 +155,56 @@ class ServerCnx(asyncio.Protocol):
             if consumer.subscription is not None:
                 consumer.subscription.schedule_dispatch()
 
-    # --- output ----------------------------------------------------------
-    def write(self, data: bytes) -> None:
+    # --- output: the one path of every frame to the client ----------------
+    def send(self, frames: bytes, *, consumer_id: int | None = None, producer_id: int | None = None,
+             count: int = 1) -> None:
+        """Queue `frames` for the client: one command frame, or `count` frames built together
+        (a run of MESSAGEs for one consumer, a producer's receipts); flushed once per loop
+        pass or at FLUSH_BYTES. Checked here, each in O(1) and without a copy: the
+        connection's state allows the command (nothing once closed; only the handshake's
+        commands until CONNECTED went out), the consumer (`consumer_id`) or producer
+        (`producer_id`) a broker-initiated command names is one of this connection's, and the
+        bytes stay within what the client reads (max_message_size + FRAME_PADDING a frame).
+        A frame that fails a check raises OutboundError and is not sent."""
         if self.closed:
             return
-        self._out.append(data)
-        self._out_bytes += len(data)
+        if not self._handshaken:
+            self._check_handshake(frames)
+        if consumer_id is not None and consumer_id not in self.consumers:
+            raise OutboundError(f"{_kind(frames)} for consumer {consumer_id}, not one of this connection's")
+        if producer_id is not None and producer_id not in self.producers:
+            raise OutboundError(f"{_kind(frames)} for producer {producer_id}, not one of this connection's")
+        n = len(frames)
+        if n > self._frame_limit * count:
+            raise OutboundError(f"{_kind(frames)} of {n} bytes in {count} frame(s): over the client's frame limit")
+        self._out.append(frames)
+        self._out_bytes += n
         if self._out_bytes >= FLUSH_BYTES:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
+    def _check_handshake(self, frame: bytes) -> None:
+        """Before CONNECTED went out: only the handshake's commands; CONNECTED ends it."""
+        kind = frame[_TYPE_AT] if len(frame) > _TYPE_AT and frame[_TYPE_AT - 1] == _TYPE_TAG else None
+        if kind not in _HANDSHAKE:
+            raise OutboundError(f"{_kind(frame)} before CONNECTED")
+        if kind == T.CONNECTED:
+            self._handshaken = True
+
     def close_producer(self, producer_id: int) -> None:
         """Tell the client to close one of its producers (CLOSE_PRODUCER) and forget it."""
-        self.write(commands.close_producer(producer_id))
+        self.send(commands.close_producer(producer_id), producer_id=producer_id)
         self.producers.pop(producer_id, None)
 
     def close_consumer(self, consumer_id: int) -> None:
         """Tell the client to close one of its consumers (CLOSE_CONSUMER) and forget it."""
-        self.write(commands.close_consumer(consumer_id))
+        self.send(commands.close_consumer(consumer_id), consumer_id=consumer_id)
         self.consumers.pop(consumer_id, None)
 
     def _flush(self) -> None:
+        """The tail of send(): the one write to the transport."""
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:
             out, self._out, self._out_bytes = self._out, [], 0
@@ -236,10 +228,10 @@ class ServerCnx(asyncio.Protocol):
                 return
             exc = t.exception()
             if isinstance(exc, LetterboxError):
-                self.write(commands.error(request_id, exc.code, exc.message))
+                self.send(commands.error(request_id, exc.code, exc.message))
             elif exc is not None:
                 log.error("request %s from %s failed: %r", request_id, self.remote, exc)
-                self.write(commands.error(request_id, ServerError.UnknownError, f"internal error: {exc}"))
+                self.send(commands.error(request_id, ServerError.UnknownError, f"internal error: {exc}"))
 
         task.add_done_callback(report)
 
@@ -252,59 +244,28 @@ class ServerCnx(asyncio.Protocol):
             self.close()
             return
         if self.proto.connected:
-            self.write(commands.ping())
+            self.send(commands.ping())
         self._keepalive = self._loop.call_later(KEEPALIVE_SECONDS, self._check_alive)
 
-    # --- command dispatch ------------------------------------------------
-    def _dispatch(self, frame: Frame) -> None:
-        if self.refusal is not None:
-            handlers_auth.refuse_request(self, frame.command)
-            return
-        handler = _HANDLERS.get(frame.type)
-        try:
-            if handler is None:
-                self._unsupported(frame.command)
-            else:
-                handler(self, frame)
-        except LetterboxError as exc:
-            self.reply_error(frame.command, exc.code, exc.message)
-        except Exception as exc:  # a bug must not take the broker down
-            log.exception("error handling %s from %s", T.Type.Name(frame.type), self.remote)
-            self.reply_error(frame.command, ServerError.UnknownError, f"internal error: {exc}")
-
+    # --- replies --------------------------------------------------------
     def reply_error(self, cmd: pb.BaseCommand, code: int, message: str) -> None:
         rid = request_id_of(cmd)
         if cmd.type == T.SEND:
-            self.write(commands.send_error(cmd.send.producer_id, cmd.send.sequence_id, code, message))
+            self.send(commands.send_error(cmd.send.producer_id, cmd.send.sequence_id, code, message))
         elif cmd.type == T.ACK and cmd.ack.HasField("request_id"):
-            self.write(commands.ack_response(cmd.ack.consumer_id, cmd.ack.request_id, code, message))
+            self.send(commands.ack_response(cmd.ack.consumer_id, cmd.ack.request_id, code, message))
         elif cmd.type == T.LOOKUP:
-            self.write(commands.lookup_error(rid or 0, code, message))
+            self.send(commands.lookup_error(rid or 0, code, message))
         elif cmd.type == T.PARTITIONED_METADATA:
-            self.write(commands.partitioned_metadata_error(rid or 0, code, message))
+            self.send(commands.partitioned_metadata_error(rid or 0, code, message))
         elif cmd.type == T.GET_SCHEMA:
-            self.write(commands.get_schema_error(rid or 0, code, message))
+            self.send(commands.get_schema_error(rid or 0, code, message))
         elif cmd.type == T.GET_OR_CREATE_SCHEMA:
-            self.write(commands.get_or_create_schema_error(rid or 0, code, message))
+            self.send(commands.get_or_create_schema_error(rid or 0, code, message))
         elif rid is not None:
-            self.write(commands.error(rid, code, message))
+            self.send(commands.error(rid, code, message))
         else:
             log.info("%s from %s failed: %s", T.Type.Name(cmd.type), self.remote, message)
-
-    def _unsupported(self, cmd: pb.BaseCommand) -> None:
-        name = T.Type.Name(cmd.type)
-        if request_id_of(cmd) is None:
-            log.warning("closing connection from %s: unsupported command %s", self.remote, name)
-            self.close()
-            return
-        self.reply_error(cmd, ServerError.NotAllowedError, f"letterbox does not support the {name} command")
-
-    # --- connection-level commands (CONNECT and AUTH_RESPONSE: handlers_auth) ---
-    def handle_ping(self, frame: Frame) -> None:
-        self.write(commands.pong())
-
-    def handle_pong(self, frame: Frame) -> None:
-        return None
 
     def advertised_urls(self) -> tuple[str, str | None]:
         """pulsar:// and pulsar+ssl:// URLs of this broker (None where that listener is off)."""
@@ -321,6 +282,24 @@ class ServerCnx(asyncio.Protocol):
         # with the plain listener off, a plain URL would point nowhere: give the TLS one
         plain = f"pulsar://{host}:{port}" if port else (tls_url or "")
         return plain, tls_url
+
+
+class OutboundError(Exception):
+    """A frame the connection must not send (h11's LocalProtocolError): the broker's bug, not
+    the client's."""
+
+
+# A frame is [total size][command size][BaseCommand]; the command's first field is its type
+# (field 1, a varint: tag 0x08), so the type of the (first) frame is read without parsing.
+_TYPE_TAG = 0x08
+_TYPE_AT = 9
+_HANDSHAKE = frozenset({T.CONNECTED, T.AUTH_CHALLENGE, T.ERROR, T.PING, T.PONG})
+
+
+def _kind(frames: bytes) -> str:
+    """The command name of the (first) frame in `frames`, for an OutboundError."""
+    known = len(frames) > _TYPE_AT and frames[_TYPE_AT - 1] == _TYPE_TAG and frames[_TYPE_AT] in T.Type.values()
+    return T.Type.Name(cast(Any, frames[_TYPE_AT])) if known else "a frame"
 
 
 def request_id_of(cmd: pb.BaseCommand) -> int | None:
@@ -367,13 +346,4 @@ _FIELD_FOR_TYPE = {
     "watch_topic_list": "watchTopicList",
     "watch_topic_list_close": "watchTopicListClose",
     "topic_migrated": "topicMigrated",
-}
-
-_HANDLERS: dict[int, Any] = {
-    **handlers_auth.HANDLERS,
-    T.PING: ServerCnx.handle_ping,
-    T.PONG: ServerCnx.handle_pong,
-    **handlers_topic.HANDLERS,
-    **handlers_producer.HANDLERS,
-    **handlers_consumer.HANDLERS,
 }

@@ -11,10 +11,10 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from letterbox.broker.moves.dead_letters import DeadLetterFilter
+from letterbox.broker.moves.move_transaction import MoveTransaction
 from letterbox.broker.moves.redrive_entries import Mark, handled_cursor, mark_handled
 from letterbox.broker.moves.redrive_locks import dlq_lock
 from letterbox.broker.moves.redrive_scan import check_dead_letter_topic, count_matching, matching
-from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.move_ends import MovedTopic
@@ -33,12 +33,8 @@ async def purge(topic: MovedTopic, flt: DeadLetterFilter, dry_run: bool) -> int:
         if not marks:
             return 0  # nothing to purge: create nothing either
         cursor = handled_cursor(topic)
-        async with topic.service.store.transaction() as txn:
-            await txn.lock(cursor)  # the DLQ's lock is held: nobody marked anything meanwhile
-            mark_handled(txn, cursor, marks)
-            try:
-                await txn.commit()
-            except StorageError as exc:
-                topic.service.storage_failed("purge", exc, f"{len(marks)} dead letters of {topic.name}")
-                raise
+        async with MoveTransaction(topic.service, "purge") as move:  # a move with nothing to append
+            await move.lock(cursor)  # the DLQ's lock is held: nobody marked anything meanwhile
+            mark_handled(move, cursor, marks)
+            await move.commit(f"{len(marks)} dead letters of {topic.name}")
         return len(marks)

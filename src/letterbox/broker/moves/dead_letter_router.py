@@ -20,12 +20,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from letterbox import failure
-from letterbox.broker.moves.moved_entry import (
-    SchemaMap,
-    build_raw_moved_entry,
-    prepare_moved_append,
-)
-from letterbox.broker.moves.redrive_targets import terminated_refusal
+from letterbox.broker.moves.move_transaction import MoveTransaction, refuse_terminated
+from letterbox.broker.moves.moved_entry import SchemaMap, build_raw_moved_entry
 from letterbox.errors import NotAllowed
 from letterbox.failure import PolicyError, dead_letter_target
 from letterbox.message_properties import (
@@ -34,17 +30,17 @@ from letterbox.message_properties import (
     REASON_MAX_REDELIVERIES,
     REASON_PARKED_BEHIND,
 )
-from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from letterbox.broker.moves.move_ends import MovedSubscription, MovedTopic, MovesBroker
+    from letterbox.broker.moves.move_ends import MovedSubscription, MovedTopic
     from letterbox.storage.entry import Entry
     from letterbox.storage.managed_ledger import ManagedLedger
-    from letterbox.storage.transaction import PendingAppend, Transaction
+    from letterbox.storage.transaction import PendingAppend
 
 log = logging.getLogger("letterbox.dlq")
+_ROLE = "dead letter topic"  # how a refusal names the target (a terminated one takes nothing)
 MALFORMED_DESCRIPTION = "malformed message, moved as raw bytes"
 
 
@@ -99,8 +95,8 @@ async def move_to_dead_letter(
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
     moved = 0
     carry = service.schemas.carry_from(source.name).to(target_name)  # small hook (parity): schema on the DLQ
-    async with service.store.transaction() as txn:
-        await txn.lock(cursor)
+    async with MoveTransaction(service, "dead_letter") as move:
+        await move.lock(cursor)
         now = service.clock.now_ms()  # stamps and publish time follow the broker's clock
         for eid in entry_ids:
             if cursor.is_acked(eid):
@@ -112,23 +108,18 @@ async def move_to_dead_letter(
                                        last_delivery_counted=reason in (REASON_MAX_REDELIVERIES, REASON_PARKED_BEHIND))
             if stamps:
                 extra.update(stamps)
-            dlq_entry_id = txn.next_entry_id(target.ledger)
-            prepared = _append_dead_letter(txn, sub, entry, target.ledger, extra, producer_name, now, carry)
+            dlq_entry_id = move.next_entry_id(target.ledger)
+            prepared = _append_dead_letter(move, sub, entry, target.ledger, extra, producer_name, now, carry)
             moved_ids.append(eid)
             if prepared is not None:
                 poisoned.append((entry, dlq_entry_id))
                 moved += prepared[1]
         if not moved_ids:
             return 0
-        txn.ack(cursor, moved_ids)
-        sub.quarantine.record_poison(txn, cursor, reason, target_name, poisoned)
-        _refuse_terminated(service, target_name)  # terminated while this move waited
-        try:
-            await txn.commit()
-        except StorageError as exc:
-            service.storage_failed("dead_letter", exc, f"{len(moved_ids)} entries of {source.name}/{sub.name}")
-            raise
-    service.count_broker_appends(txn.appends)
+        move.ack(cursor, moved_ids)
+        sub.quarantine.record_poison(move.txn, cursor, reason, target_name, poisoned)
+        refuse_terminated(service, target_name, _ROLE)  # terminated while this move waited
+        await move.commit(f"{len(moved_ids)} entries of {source.name}/{sub.name}")
     for eid in moved_ids:
         sub.settle_acknowledged(eid)
     service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
@@ -152,20 +143,20 @@ def _dead_letter_ends(sub: MovedSubscription, dlq_topic: str | None, initial_sub
     cursor = sub.cursor
     if not isinstance(cursor, ManagedCursor):
         raise NotAllowed("only durable subscriptions dead-letter on the broker")
-    _refuse_terminated(service, target_name)  # the messages stay unacknowledged (redelivered)
+    refuse_terminated(service, target_name, _ROLE)  # the messages stay unacknowledged (redelivered)
     return target_name, target, cursor
 
 
-def _append_dead_letter(txn: Transaction, sub: MovedSubscription, entry: Entry, dlq: ManagedLedger,
+def _append_dead_letter(move: MoveTransaction, sub: MovedSubscription, entry: Entry, dlq: ManagedLedger,
                         extra: dict[str, str], producer_name: str, now: int, carry: SchemaMap
                         ) -> tuple[PendingAppend, int] | None:
-    """Append `entry`'s unacknowledged messages, stamped, to the dead letter ledger in `txn`
+    """Append `entry`'s unacknowledged messages, stamped, to the dead letter ledger in `move`
     (None: none left); a malformed entry goes as its original bytes, saying why."""
     source = sub.topic
     eid = entry.position.entry_id
     try:
-        return prepare_moved_append(
-            txn, entry, source.name, dlq, extra=extra,
+        return move.append_moved(
+            entry, source.name, dlq, extra=extra,
             skip_indexes=sub.cursor.acked_indexes(eid), producer_name=producer_name, now=now,
             limit=source.service.config.max_message_size, schema=carry,
         )
@@ -176,15 +167,7 @@ def _append_dead_letter(txn: Transaction, sub: MovedSubscription, entry: Entry, 
             partition=source.name.partition_index, num_messages=entry.num_messages,
             extra={**extra, REAL_TOPIC: str(source.name),
                    DEAD_LETTER_DESCRIPTION: f"{MALFORMED_DESCRIPTION}: {exc}"},
-            producer_name=producer_name, sequence_id=txn.next_entry_id(dlq), publish_time=now,
+            producer_name=producer_name, sequence_id=move.next_entry_id(dlq), publish_time=now,
             schema=carry,
         )
-        return txn.append(dlq, raw, entry.num_messages, now), entry.num_messages
-
-
-def _refuse_terminated(service: MovesBroker, target: TopicName) -> None:
-    """A terminated dead letter topic takes nothing (Pulsar's DLQ producer gets TopicTerminated):
-    NotAllowed naming it, before anything is written."""
-    why = terminated_refusal(service, target, "dead letter topic")
-    if why is not None:
-        raise NotAllowed(why)
+        return move.append(dlq, raw, entry.num_messages, now), entry.num_messages

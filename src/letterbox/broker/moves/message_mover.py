@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from letterbox.broker.moves.dead_letter_router import dead_letter_stamps
-from letterbox.broker.moves.moved_entry import prepare_moved_append
-from letterbox.broker.moves.redrive_targets import terminated_refusal
+from letterbox.broker.moves.move_transaction import MoveTransaction, refuse_terminated
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.failure import MAX_DELAY_MS
 from letterbox.message_properties import origin_message_id
 from letterbox.protocol import MalformedFrame
 from letterbox.protocol.compression import CompressionError
-from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
@@ -36,6 +34,7 @@ if TYPE_CHECKING:
     from letterbox.storage.position import Position
 
 log = logging.getLogger("letterbox.move")
+_ROLE = "move target"  # how a refusal names the target (a terminated one takes nothing)
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,8 @@ async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
     if req.initial_subscription and req.initial_subscription not in target.subscriptions:
         target.subscription_for(req.initial_subscription, True, "earliest", None)
     carry = service.schemas.carry_from(source.name).to(req.target)  # small hook (parity): schema on the target
-    async with service.store.transaction() as txn:
-        await txn.lock(cursor)  # decide on a state no other move is changing
+    async with MoveTransaction(service, "move") as move:
+        await move.lock(cursor)  # decide on a state no other move is changing
         if cursor.is_acked(eid) or req.batch_index in cursor.acked_indexes(eid):
             return MoveResult(moved=False)
         entry = source.ledger.read_entry(eid)
@@ -87,10 +86,10 @@ async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
                                         last_delivery_counted=False)
             extra = {**stamps, **extra}
         skip = frozenset(i for i in range(size) if i != req.batch_index) if batched else frozenset()
-        dlq_entry_id = txn.next_entry_id(target.ledger)
+        dlq_entry_id = move.next_entry_id(target.ledger)
         try:
-            prepared = prepare_moved_append(
-                txn, entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
+            prepared = move.append_moved(
+                entry, source.name, target.ledger, extra=extra, skip_indexes=skip,
                 producer_name=f"{source.name}-{sub.name}-letterbox-move", now=now,
                 deliver_at=now + req.deliver_after_ms if req.deliver_after_ms else None,
                 limit=service.config.max_message_size, schema=carry,
@@ -102,18 +101,14 @@ async def move_message(sub: MovedSubscription, req: MoveRequest) -> MoveResult:
             raise NotAllowed(f"message {eid}:{req.batch_index} has nothing to move")
         append, count = prepared
         if batched:
-            txn.ack_batch_mask(cursor, eid, size, 1 << req.batch_index)
+            move.ack_batch_mask(cursor, eid, size, 1 << req.batch_index)
         else:
-            txn.ack(cursor, [eid])
+            move.ack(cursor, [eid])
         if req.dead_letter_reason:  # a terminate may poison its key (ordered quarantine)
-            sub.quarantine.record_poison(txn, cursor, req.dead_letter_reason, req.target, [(entry, dlq_entry_id)])
-        _refuse_terminated(sub, req.target)  # terminated while this move waited
-        try:
-            await txn.commit()
-        except StorageError as exc:
-            service.storage_failed("move", exc, f"{source.name}/{sub.name} {eid}:{req.batch_index}")
-            raise
-    service.count_broker_appends(txn.appends)
+            sub.quarantine.record_poison(move.txn, cursor, req.dead_letter_reason, req.target,
+                                         [(entry, dlq_entry_id)])
+        refuse_terminated(service, req.target, _ROLE)  # terminated while this move waited
+        await move.commit(f"{source.name}/{sub.name} {eid}:{req.batch_index}")
     return _moved(sub, req, cursor, append.position, count)
 
 
@@ -143,13 +138,5 @@ def _check_request(sub: MovedSubscription, req: MoveRequest) -> ManagedCursor:
         raise NotAllowed(f"deliverAfterMs must be between 0 and {MAX_DELAY_MS}")
     if req.entry_id >= sub.topic.ledger.next_entry_id or req.entry_id < 0:
         raise TopicNotFound(f"message {req.entry_id} does not exist on {sub.topic.name}")
-    _refuse_terminated(sub, req.target)
+    refuse_terminated(sub.topic.service, req.target, _ROLE)  # the message stays unacknowledged
     return cursor
-
-
-def _refuse_terminated(sub: MovedSubscription, target: TopicName) -> None:
-    """A terminated target takes nothing (a producer would get TopicTerminated): NotAllowed
-    naming it, and the message stays unacknowledged in `sub`."""
-    why = terminated_refusal(sub.topic.service, target, "move target")
-    if why is not None:
-        raise NotAllowed(why)

@@ -22,7 +22,6 @@ from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from letterbox.message_properties import (
     ORIGIN_MESSAGE_ID,
     ORIGIN_PUBLISH_TIME,
-    REAL_TOPIC,
     origin_message_id,
 )
 from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
@@ -30,10 +29,7 @@ from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import DEFAULT_LIMIT, NONE, declared_size, decompress
 
 if TYPE_CHECKING:
-    from letterbox.storage.entry import Entry
-    from letterbox.storage.managed_ledger import ManagedLedger
-    from letterbox.storage.transaction import PendingAppend, Transaction
-    from letterbox.topic_name import TopicName
+    pass
 
 SchemaMap = Callable[[bytes], "bytes | None"]
 
@@ -47,44 +43,6 @@ def carry_schema(meta: pb.MessageMetadata, schema: SchemaMap | None) -> None:
         meta.ClearField("schema_version")
     else:
         meta.schema_version = carried
-
-
-def prepare_moved_append(
-    txn: Transaction,
-    entry: Entry,
-    source: TopicName,
-    target: ManagedLedger,
-    *,
-    extra: Mapping[str, str],
-    skip_indexes: frozenset[int],
-    producer_name: str,
-    now: int,
-    deliver_at: int | None = None,
-    limit: int = DEFAULT_LIMIT,
-    schema: SchemaMap | None = None,
-) -> tuple[PendingAppend, int] | None:
-    """Add the append of `entry` (of topic `source`) to `target` as a moved message to
-    `txn`; returns it and its message count, None if no message is left to move.
-    REAL_TOPIC is `source` unless the message already names one."""
-    built = build_moved_entry(
-        entry.data,
-        ledger_id=entry.position.ledger_id,
-        entry_id=entry.position.entry_id,
-        partition=source.partition_index,
-        extra=extra,
-        keep_if_present={REAL_TOPIC: str(source)},
-        skip_indexes=skip_indexes,
-        producer_name=producer_name,
-        sequence_id=txn.next_entry_id(target),
-        publish_time=now,
-        deliver_at=deliver_at,
-        limit=limit,
-        schema=schema,
-    )
-    if built is None:
-        return None
-    data, count = built
-    return txn.append(target, data, count, now), count
 
 
 def build_moved_entry(

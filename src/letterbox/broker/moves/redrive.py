@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from letterbox.broker.moves.dead_letter_purge import purge
 from letterbox.broker.moves.dead_letters import DeadLetter
+from letterbox.broker.moves.move_transaction import MoveTransaction
 from letterbox.broker.moves.redrive_entries import handled_cursor, mark_handled, redriven_entry
 from letterbox.broker.moves.redrive_locks import (
     RedriveRunning,
@@ -59,7 +60,6 @@ from letterbox.broker.moves.redrive_scan import (
 )
 from letterbox.broker.moves.redrive_targets import SubscriptionTarget, other_cursors, target_topic
 from letterbox.errors import NotAllowed
-from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
@@ -190,8 +190,8 @@ async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
     stays in the DLQ (counted, logged once) and the storage error is raised."""
     service = topic.service
     cursor = handled_cursor(topic)
-    async with service.store.transaction() as txn:
-        await txn.lock(cursor)
+    async with MoveTransaction(service, "redrive") as move:
+        await move.lock(cursor)
         chunk = await _select(topic, req, size, resume)
         if not chunk:
             return 0, resume
@@ -207,30 +207,25 @@ async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
                 others[(str(name), sub.subscription)] = other_cursors(targets[str(name)], sub.subscription)
         locking = {id(c): c for cs in others.values() for c in cs}
         for other in sorted(locking.values(), key=lambda c: (c.ledger.name, c.name)):
-            await txn.lock(other)  # one fixed order: two redrives never wait on each other
+            await move.lock(other)  # one fixed order: two redrives never wait on each other
         producer_name = f"{topic.name}-letterbox-redrive"
         now = service.clock.now_ms()
         schemas = service.schemas.carry_from(topic.name)  # small hook (parity): schemas on the targets
         for dl, name, sub in chunk:
             target = targets[str(name)]
-            data = redriven_entry(dl, producer_name, txn.next_entry_id(target.ledger), now, schemas.to(target.name))
-            appended = txn.append(target.ledger, data, 1, now)
+            data = redriven_entry(dl, producer_name, move.next_entry_id(target.ledger), now, schemas.to(target.name))
+            appended = move.append(target.ledger, data, 1, now)
             if sub is not None:
                 for other in others[(str(name), sub.subscription)]:
-                    txn.ack_appended(other, appended)
-        mark_handled(txn, cursor, [dl for dl, _n, _s in chunk])
+                    move.ack_appended(other, appended)
+        mark_handled(move, cursor, [dl for dl, _n, _s in chunk])
         last = chunk[-1][0].entry_id
         for target in targets.values():  # terminated while this chunk waited: it takes nothing more
             if target.terminated is not None:
                 raise NotAllowed(f"redrive target {target.name} is terminated: it takes no more messages")
         if progress is not None:
-            progress.record(txn, len(chunk), last)
-        try:
-            await txn.commit()
-        except StorageError as exc:
-            service.storage_failed("redrive", exc, f"{len(chunk)} dead letters of {topic.name}")
-            raise
-    service.count_broker_appends(txn.appends)  # small hook (compat): redriven messages count as published
+            progress.record(move.txn, len(chunk), last)
+        await move.commit(f"{len(chunk)} dead letters of {topic.name}")  # redriven: counted as published
     if progress is not None:
         progress.committed(len(chunk), last)
     return len(chunk), last

@@ -18,7 +18,7 @@ from letterbox.storage.managed_cursor import ManagedCursor
 if TYPE_CHECKING:
     from letterbox.broker.moves.dead_letters import DeadLetter
     from letterbox.broker.moves.move_ends import MovedTopic
-    from letterbox.storage.transaction import Transaction
+    from letterbox.broker.moves.move_transaction import MoveTransaction
 
 
 class Position(Protocol):
@@ -75,14 +75,14 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
     return build_headers_and_payload(meta, dl.payload)
 
 
-def mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:
+def mark_handled(move: MoveTransaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:
     plain = [dl.entry_id for dl in chunk if dl.batch_index < 0]
     if plain:
-        txn.ack(cursor, plain)
+        move.ack(cursor, plain)
     masks: dict[int, tuple[int, int]] = {}
     for dl in chunk:
         if dl.batch_index >= 0:
             size, mask = masks.get(dl.entry_id, (dl.batch_size, 0))
             masks[dl.entry_id] = (size, mask | 1 << dl.batch_index)
     for eid, (size, mask) in masks.items():
-        txn.ack_batch_mask(cursor, eid, size, mask)
+        move.ack_batch_mask(cursor, eid, size, mask)

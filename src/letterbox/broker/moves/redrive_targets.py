@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from letterbox.broker.policies import termination_record
+from letterbox.broker.moves.move_transaction import is_terminated, terminated_refusal
 from letterbox.errors import InvalidTopicName, LetterboxError, NotAllowed, TopicNotFound
 from letterbox.failure import TopicRole, topic_role
 from letterbox.failure.naming import DLQ_SUFFIX, partitioned_parent
@@ -107,24 +107,6 @@ def subscription_target(service: MovesBroker, dl: DeadLetter, dlq: TopicName) ->
     if ledger is None or sub not in ledger.cursors():
         return f"subscription {sub!r} of {real} does not exist (durable subscriptions only)"
     return SubscriptionTarget(real, sub)
-
-
-def is_terminated(service: MovesBroker, name: TopicName) -> bool:
-    """Whether `name` was terminated (policies/termination_record.py): it takes no more messages,
-    from a producer or a redrive."""
-    loaded = service.topics.get(str(name))
-    if loaded is not None:
-        return getattr(loaded, "terminated", None) is not None
-    return termination_record.load(service.store, name) is not None
-
-
-def terminated_refusal(service: MovesBroker, name: TopicName, what: str) -> str | None:
-    """Why nothing may be appended to `name` (`what` names its role: redrive target, dead letter
-    topic, move target), or None: a terminated topic takes no more messages, as from a producer
-    (TopicTerminated). Shared by redrive and the broker-side moves (dead letters, retries)."""
-    if is_terminated(service, name):
-        return f"{what} {name} is terminated: it takes no more messages"
-    return None
 
 
 def target_refusal(service: MovesBroker, name: TopicName) -> str | None:

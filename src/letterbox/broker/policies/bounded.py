@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from letterbox.broker.policies.dispatch_rate import Rates
+
 if TYPE_CHECKING:
-    from letterbox.broker.policies.dispatch_rate import Rates
     from letterbox.clock import Clock
     from letterbox.config import BrokerConfig
     from letterbox.storage.store import Store

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from letterbox.broker.moves.dead_letter_router import dead_letter_topic_name, move_to_dead_letter
 from letterbox.broker.moves.dead_letters import handled_subscription
-from letterbox.broker.moves.redrive import redrive_running
 from letterbox.errors import LetterboxError
 from letterbox.failure import key_quarantine as kq
 from letterbox.message_properties import (
@@ -247,7 +246,7 @@ class KeyQuarantine:
                 dlq = None
             hs = handled_subscription(dlq, create=False) if dlq is not None else None
             handled = hs is not None and (hs.cursor.is_acked(dlq_entry) or bool(hs.cursor.acked_indexes(dlq_entry)))
-        state = kq.key_state(handled, dlq_name is not None and redrive_running(str(dlq_name)))
+        state = kq.key_state(handled, dlq_name is not None and self.sub.topic.service.redrive_running(str(dlq_name)))
         if state is kq.KeyState.RELEASED:
             cursor = self.sub.cursor
             if isinstance(cursor, ManagedCursor):

@@ -13,43 +13,70 @@
 #                             quota are skipped (acknowledged) until it holds again.
 # The check runs after each durable append of a topic that has a quota (a confirm
 # listener added only then) and when a producer is created; topics without a
-# quota pay nothing.
+# quota pay nothing. The topic is seen through QuotaTopic (topic.PersistentTopic meets it),
+# so that a topic can attach its check.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sized
+from typing import TYPE_CHECKING, Protocol, cast
 
 from letterbox.errors import LetterboxError, ServerError
 
 if TYPE_CHECKING:
+    from letterbox.broker.policies.bounded import PolicyBroker
+    from letterbox.broker.policies.topic_policies import TopicLimits
     from letterbox.broker.topics.subscription import Subscription
-    from letterbox.broker.topics.topic import PersistentTopic, Topic
+    from letterbox.storage.managed_ledger import ManagedLedger
     from letterbox.storage.position import Position
+    from letterbox.topic_name import TopicName
+
+
+class LimitedTopic(Protocol):
+    @property
+    def name(self) -> TopicName: ...
+    @property
+    def limits(self) -> TopicLimits: ...
+
+
+class QuotaTopic(LimitedTopic, Protocol):
+    quota_listener: Callable[[Position], None] | None  # the append check, while a quota is set
+
+    @property
+    def ledger(self) -> ManagedLedger: ...
+    @property
+    def service(self) -> PolicyBroker: ...
+    @property
+    def subscriptions(self) -> Mapping[str, Subscription]: ...
+    @property
+    def producers(self) -> Sized: ...
+
+    def close_producers(self) -> None: ...
 
 
 _evicting: dict[Subscription, asyncio.Future[None]] = {}  # evictions under way
 
 
-def attach(topic: PersistentTopic) -> None:
+def attach(topic: QuotaTopic) -> None:
     """Add or remove the topic's append check as its quota is set or removed."""
-    listener = getattr(topic, "_quota_listener", None)
+    listener = topic.quota_listener
     if topic.limits.backlog_quota is not None and listener is None:
         def on_confirmed(_pos: Position) -> None:
             # after this append's receipt is written: the client must not lose it
             asyncio.get_running_loop().call_soon(enforce, topic)
 
-        topic._quota_listener = on_confirmed  # type: ignore[attr-defined]
+        topic.quota_listener = on_confirmed
         topic.ledger.add_confirm_listener(on_confirmed)
     elif topic.limits.backlog_quota is None and listener is not None:
         topic.ledger.remove_confirm_listener(listener)
-        topic._quota_listener = None  # type: ignore[attr-defined]
+        topic.quota_listener = None
 
 
-def _durable(topic: PersistentTopic) -> list[Subscription]:
+def _durable(topic: QuotaTopic) -> list[Subscription]:
     return [s for s in topic.subscriptions.values() if s.durable]
 
 
-def backlog_bytes(topic: PersistentTopic, sub: Subscription) -> int:
+def backlog_bytes(topic: QuotaTopic, sub: Subscription) -> int:
     ledger = topic.ledger
     stored = ledger.count_messages(ledger.first_position.entry_id - 1)
     if stored <= 0:
@@ -57,7 +84,7 @@ def backlog_bytes(topic: PersistentTopic, sub: Subscription) -> int:
     return sub.backlog() * ledger.size_bytes() // stored
 
 
-def backlog_age_seconds(topic: PersistentTopic, sub: Subscription) -> float:
+def backlog_age_seconds(topic: QuotaTopic, sub: Subscription) -> float:
     if sub.backlog() <= 0:
         return 0.0
     entry = topic.ledger.read_entry(max(sub.cursor.mark_delete.entry_id + 1, topic.ledger.first_position.entry_id))
@@ -66,7 +93,7 @@ def backlog_age_seconds(topic: PersistentTopic, sub: Subscription) -> float:
     return max(0.0, (topic.service.clock.now_ms() - entry.publish_time) / 1000)
 
 
-def over_quota(topic: PersistentTopic, sub: Subscription) -> bool:
+def over_quota(topic: QuotaTopic, sub: Subscription) -> bool:
     quota = topic.limits.backlog_quota
     if quota is None:
         return False
@@ -75,18 +102,17 @@ def over_quota(topic: PersistentTopic, sub: Subscription) -> bool:
     return quota.limit_time >= 0 and backlog_age_seconds(topic, sub) > quota.limit_time
 
 
-def exceeded(topic: PersistentTopic) -> bool:
+def exceeded(topic: QuotaTopic) -> bool:
     return any(over_quota(topic, s) for s in _durable(topic))
 
 
-def check_producer(topic: Topic) -> None:
-    """At producer creation: refused while the backlog is over a producer_* quota."""
-    quota = getattr(topic, "limits", None) and topic.limits.backlog_quota
+def check_producer(topic: LimitedTopic) -> None:
+    """At producer creation: refused while the backlog of a persistent topic is over a
+    producer_* quota."""
+    quota = topic.limits.backlog_quota
     if not quota or quota.policy == "consumer_backlog_eviction":
         return
-    from letterbox.broker.topics.topic import PersistentTopic
-
-    if isinstance(topic, PersistentTopic) and exceeded(topic):
+    if topic.name.persistent and exceeded(cast(QuotaTopic, topic)):  # a persistent topic: a QuotaTopic
         if quota.policy == "producer_exception":
             raise LetterboxError(f"Cannot create producer on topic with backlog quota exceeded: {topic.name}",
                                  ServerError.ProducerBlockedQuotaExceededException)
@@ -95,7 +121,7 @@ def check_producer(topic: Topic) -> None:
                              ServerError.ProducerBlockedQuotaExceededError)
 
 
-def enforce(topic: PersistentTopic) -> None:
+def enforce(topic: QuotaTopic) -> None:
     quota = topic.limits.backlog_quota
     if quota is None:
         return
@@ -108,7 +134,7 @@ def enforce(topic: PersistentTopic) -> None:
         topic.close_producers()
 
 
-async def _evict(topic: PersistentTopic, sub: Subscription) -> None:
+async def _evict(topic: QuotaTopic, sub: Subscription) -> None:
     """Skip the subscription's oldest messages until it is within the quota again."""
     try:
         await _skip_excess(topic, sub)
@@ -116,7 +142,7 @@ async def _evict(topic: PersistentTopic, sub: Subscription) -> None:
         _evicting.pop(sub, None)
 
 
-async def _skip_excess(topic: PersistentTopic, sub: Subscription) -> None:
+async def _skip_excess(topic: QuotaTopic, sub: Subscription) -> None:
     quota = topic.limits.backlog_quota
     if quota is None:
         return

@@ -1,14 +1,13 @@
 # What a producer or a consumer needs of the client connection it lives on
-# (connection.server_cnx.ServerCnx is the one implementation): write a frame, know whether
-# the transport takes more, and the connection's own tables of producers and consumers,
-# from which a topic removes a client it closes, and the broker's configuration.
+# (connection.server_cnx.ServerCnx is the one implementation): send frames through its one
+# checked outbound path (`send`), know whether the transport takes more, close a producer or
+# a consumer of the client (telling it, and forgetting it on the connection), and the
+# broker's configuration. It names no producer or consumer: they name it.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.producer import Producer
     from letterbox.config import BrokerConfig
 
 
@@ -20,8 +19,6 @@ class Configured(Protocol):
 class ClientConnection(Protocol):
     remote: str  # the peer's host:port, for logs and attempt rows
     client_version: str  # CONNECT's client_version
-    producers: dict[int, Producer]
-    consumers: dict[int, Consumer]
 
     @property
     def writable(self) -> bool: ...
@@ -29,6 +26,7 @@ class ClientConnection(Protocol):
     @property
     def service(self) -> Configured: ...  # the broker, for its configuration
 
-    def write(self, data: bytes) -> None: ...
+    def send(self, frames: bytes, *, consumer_id: int | None = None, producer_id: int | None = None,
+             count: int = 1) -> None: ...
     def close_producer(self, producer_id: int) -> None: ...
     def close_consumer(self, consumer_id: int) -> None: ...

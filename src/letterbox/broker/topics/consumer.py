@@ -17,8 +17,8 @@ from letterbox.protocol import commands
 from letterbox.protocol.receipts import FrameEncoder, message_encoder
 
 if TYPE_CHECKING:
+    from letterbox.broker.policies.bounded import UnackedSubscription
     from letterbox.broker.topics.client_connection import ClientConnection
-    from letterbox.broker.topics.subscription import Subscription
     from letterbox.storage.entry import Entry
 
 SUB_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
@@ -39,7 +39,8 @@ class Consumer:
     # messages sent beyond the permits granted (a batch bigger than what was left)
     permits_owed: int = 0
     pending: PendingAcks = field(init=False)
-    subscription: Subscription | None = None
+    # the subscription it is attached to (a Subscription sets itself: subscription.subscription_of)
+    subscription: UnackedSubscription | None = None
     msg_out: int = 0
     closed: bool = False
     # Pulsar's blockedConsumerOnUnackedMsgs: held maxUnackedMessagesPerConsumer
@@ -110,6 +111,7 @@ class Consumer:
         """Non-persistent delivery: no pending-ack bookkeeping."""
         self.take_permits(num_messages)
         self.msg_out += num_messages
-        self.cnx.write(
-            commands.message(self.consumer_id, ledger_id, entry_id, self.partition_index, 0, None, data)
+        self.cnx.send(
+            commands.message(self.consumer_id, ledger_id, entry_id, self.partition_index, 0, None, data),
+            consumer_id=self.consumer_id,
         )

@@ -23,7 +23,7 @@ from letterbox.failure.decide import DELAYS_HONOURED
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.dispatched import DispatchedSubscription
     from letterbox.storage.cache import Row
 
 _SIZE = itemgetter(4)
@@ -31,7 +31,7 @@ _NUM = itemgetter(3)
 _DATA = itemgetter(5)
 
 
-def plain_run_length(sub: Subscription, consumer: Consumer, rows: list[Row], delivers: list[int | None],
+def plain_run_length(sub: DispatchedSubscription, consumer: Consumer, rows: list[Row], delivers: list[int | None],
                      room: int, limit: int, max_bytes: int) -> tuple[int, int]:
     """(entries, messages) of the plain run at the head of `rows` for `consumer`, at most
     `limit` entries; (0, 0) when the first row needs the per-entry path."""
@@ -66,7 +66,7 @@ def plain_run_length(sub: Subscription, consumer: Consumer, rows: list[Row], del
     return k, total
 
 
-def send_plain_run(sub: Subscription, consumer: Consumer, run: list[Row], messages: int) -> list[bytes]:
+def send_plain_run(sub: DispatchedSubscription, consumer: Consumer, run: list[Row], messages: int) -> list[bytes]:
     """Record the delivery of the plain run `run` to `consumer` and return its MESSAGE
     frames (or one bytes object holding them all), which the caller writes, in order, before
     anything else goes to the consumer."""

@@ -12,15 +12,15 @@
 # - The replay queue is kept in entry order and served before new entries, so
 #   redelivered messages are never overtaken by newer ones of the same consumer
 #   (Exclusive/Failover) or key (Key_Shared).
-# - An entry is added to a consumer's pending map before its MESSAGE is written
-#   (Consumer.booked_message), after the tracker has recorded the delivery. The
-#   frames of consecutive entries for one consumer are written with one write, in
-#   entry order, before the round ends or another consumer's frames are written.
+# - An entry is added to a consumer's pending map before its MESSAGE is sent
+#   (Consumer.booked_message), after the tracker has recorded the delivery. The frames of
+#   consecutive entries for one consumer go in one call of the connection's send, in entry
+#   order, before the round ends or another consumer's frames are sent.
 # - For the sole consumer of a round, a run of entries that need no look of their own is
 #   read as rows and booked, tracked and framed with one call each (dispatch_runs.py);
 #   every other entry goes through the per-entry path below.
-# This base class, with no consumer selection, is also the dispatcher of a
-# subscription that has never had a consumer.
+# This base class, with no consumer selection, is also the dispatcher of a subscription
+# that has never had a consumer.
 from __future__ import annotations
 
 import asyncio
@@ -42,7 +42,7 @@ from letterbox.storage.cache import entry_of
 if TYPE_CHECKING:
     from letterbox.broker.redelivery.key_quarantine import KeyQuarantine
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.dispatched import DispatchedSubscription
     from letterbox.storage.entry import Entry
 
 READ_BATCH = 100
@@ -60,7 +60,7 @@ class Dispatcher:
     # Shared / Key_Shared refuse cumulative acknowledgement
     cumulative_ack = True
 
-    def __init__(self, sub: Subscription | None, carry: Dispatcher | None = None) -> None:
+    def __init__(self, sub: DispatchedSubscription | None, carry: Dispatcher | None = None) -> None:
         """`sub` None: a non-persistent subscription (selection only, no read loop).
         `carry`: the dispatcher this one replaces (its read position and replay queue
         are taken over)."""
@@ -145,11 +145,11 @@ class Dispatcher:
         try:
             finished = self._read_new(r)
         finally:
-            r.write()
+            r.flush()
         if finished and (r.sent >= MAX_ENTRIES_PER_ROUND or r.examined >= MAX_EXAMINED_PER_ROUND):
             self.schedule()  # yield to other connections, then go on
 
-    def _begin_round(self, sub: Subscription, sent: int) -> _Round:
+    def _begin_round(self, sub: DispatchedSubscription, sent: int) -> _Round:
         plan = self._new_round()
         quarantine = sub.quarantine if sub.quarantine.active else None
         limits = sub.topic.limits
@@ -193,9 +193,10 @@ class Dispatcher:
             r.room -= messages
             r.sent += k
             r.frames += new
+            r.run_frames += k
             r.run_bytes += sum(map(len, new))
             if r.run_bytes >= RUN_WRITE_BYTES:
-                r.write()
+                r.flush()
             if k == len(rows) or not sole.available:
                 return []
             rows, delivers = rows[k:], delivers[k:]
@@ -244,21 +245,22 @@ class Dispatcher:
                 continue
             self.read_position = eid + 1
             if target is not r.run:
-                r.write()
+                r.flush()
                 r.run = target
             n = entry.num_messages
             frame = self._frame(sub, target, entry, quiet=n < r.room)
             r.room -= n
             r.frames.append(frame)
+            r.run_frames += 1
             r.run_bytes += len(frame)
             if r.run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
-                r.write()
+                r.flush()
             r.sent += 1
             if not (target.available if sole is not None else self.any_available()):
                 break
         return True
 
-    def _dispatch_replay(self, sub: Subscription) -> int:
+    def _dispatch_replay(self, sub: DispatchedSubscription) -> int:
         if not self._replay:
             return 0
         sent = 0
@@ -285,15 +287,12 @@ class Dispatcher:
                     continue
                 keep.extend(self._replay[idx:])
                 break
-            self._send(sub, target, entry)
+            target.cnx.send(self._frame(sub, target, entry), consumer_id=target.consumer_id)
             sent += 1
         self._replay = keep
         return sent
 
-    def _send(self, sub: Subscription, target: Consumer, entry: Entry) -> None:
-        target.cnx.write(self._frame(sub, target, entry))
-
-    def _frame(self, sub: Subscription, target: Consumer, entry: Entry, quiet: bool = False) -> bytes:
+    def _frame(self, sub: DispatchedSubscription, target: Consumer, entry: Entry, quiet: bool = False) -> bytes:
         """Record the delivery of `entry` to `target` and return its MESSAGE frame, which
         the caller writes before anything else goes to the target's connection."""
         eid = entry.position.entry_id
@@ -333,7 +332,7 @@ class _Round:
     while it is available (no selection per entry, no unacked-limit look while its bookings
     stay below `room`); `runs`: its entries are read as rows, in plain runs."""
 
-    sub: Subscription
+    sub: DispatchedSubscription
     sent: int
     plan: Any
     quarantine: KeyQuarantine | None
@@ -345,10 +344,11 @@ class _Round:
     run: Consumer | None = None
     frames: list[bytes] = field(default_factory=list)
     run_bytes: int = 0
+    run_frames: int = 0  # MESSAGE frames in `frames` (an item may hold a plain run's)
 
-    def write(self) -> None:
-        """Write the frames waiting for the run's consumer."""
-        if self.run is not None and self.frames:
-            self.run.cnx.write(b"".join(self.frames))
-            self.frames = []
-            self.run_bytes = 0
+    def flush(self) -> None:
+        """Send the frames waiting for the run's consumer, in one call."""
+        run = self.run
+        if run is not None and self.frames:
+            run.cnx.send(b"".join(self.frames), consumer_id=run.consumer_id, count=self.run_frames)
+            self.frames, self.run_bytes, self.run_frames = [], 0, 0

@@ -17,7 +17,7 @@ from letterbox.protocol import commands
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.dispatched import DispatchedSubscription
     from letterbox.storage.entry import Entry
 
 EXCLUSIVE, SHARED, FAILOVER, KEY_SHARED = 0, 1, 2, 3
@@ -29,7 +29,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
     """Exclusive and Failover: everything goes to the one active consumer."""
 
     def __init__(
-        self, sub: Subscription | None, sub_type: int, partition_index: int, carry: Dispatcher | None
+        self, sub: DispatchedSubscription | None, sub_type: int, partition_index: int, carry: Dispatcher | None
     ) -> None:
         super().__init__(sub, carry)
         self.sub_type = sub_type
@@ -56,7 +56,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             previous.pending.clear()
         if self.sub_type == FAILOVER:
             for c in self.consumers:
-                c.cnx.write(commands.active_consumer_change(c.consumer_id, c is self.active))
+                c.cnx.send(commands.active_consumer_change(c.consumer_id, c is self.active), consumer_id=c.consumer_id)
 
     def any_available(self) -> bool:
         return self.active is not None and self.active.available
@@ -77,7 +77,7 @@ class SharedDispatcher(Dispatcher):
 
     cumulative_ack = False
 
-    def __init__(self, sub: Subscription | None, carry: Dispatcher | None) -> None:
+    def __init__(self, sub: DispatchedSubscription | None, carry: Dispatcher | None) -> None:
         super().__init__(sub, carry)
         self._next = 0
 
@@ -107,7 +107,7 @@ def make_dispatcher(
     sub_type: int,
     partition_index: int,
     auto_split: bool,
-    sub: Subscription | None = None,
+    sub: DispatchedSubscription | None = None,
     carry: Dispatcher | None = None,
 ) -> Dispatcher:
     if sub_type in (EXCLUSIVE, FAILOVER):

@@ -18,7 +18,7 @@ from letterbox.failure.naming import TopicRole, topic_role
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.topics.topics_broker import TopicsBroker
     from letterbox.clock import Timer
 
 log = logging.getLogger("letterbox.inactive")
@@ -29,7 +29,7 @@ SLICE = 250  # topics checked per event-loop turn (a policy lookup each)
 
 
 class InactiveTopicMonitor:
-    def __init__(self, service: TopicBroker) -> None:
+    def __init__(self, service: TopicsBroker) -> None:
         self.service = service
         self.idle_since: dict[str, int] = {}
         self._timer: Timer | None = None

@@ -19,7 +19,7 @@ from letterbox.protocol import parse_entry_metadata
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
+    from letterbox.broker.topics.dispatched import DispatchedSubscription
     from letterbox.storage.entry import Entry
 
 MAX_HASH_CACHE = 100_000
@@ -29,7 +29,7 @@ class KeySharedDispatcher(Dispatcher):
     defers = True
     cumulative_ack = False
 
-    def __init__(self, sub: Subscription | None, auto_split: bool, carry: Dispatcher | None) -> None:
+    def __init__(self, sub: DispatchedSubscription | None, auto_split: bool, carry: Dispatcher | None) -> None:
         super().__init__(sub, carry)
         self.selector: HashRangeSelector[Consumer] = HashRangeSelector(auto_split)
         self._hash_cache: dict[int, int] = {}

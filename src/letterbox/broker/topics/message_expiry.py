@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.topic_broker import TopicBroker
+    from letterbox.broker.topics.topics_broker import TopicsBroker
 
 log = logging.getLogger("letterbox.expiry")
 CHECK_SECONDS = 1.0
 
 
 class MessageExpiryMonitor:
-    def __init__(self, service: TopicBroker) -> None:
+    def __init__(self, service: TopicsBroker) -> None:
         self.service = service
         self._task: asyncio.Task[None] | None = None
         # the clock time at which the last completed check started (0: none yet), so a

@@ -1,17 +1,18 @@
 # A Producer is one client producer on one connection, attached to a topic.
 # It remembers the highest sequence id it has pushed (for deduplication) and
 # chains its receipts so they leave in send order even when some SENDs are
-# answered without touching storage (duplicates).
+# answered without touching storage (duplicates). It sees its topic as ProducerTopic
+# (topic.Topic meets it); the publish path narrows it to the topic it is.
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.client_connection import ClientConnection
-    from letterbox.broker.topics.topic import Topic
     from letterbox.storage.ops import WriteOp
+    from letterbox.topic_name import TopicName
 
 SHARED, EXCLUSIVE, WAIT_FOR_EXCLUSIVE, EXCLUSIVE_WITH_FENCING = 0, 1, 2, 3
 ACCESS_MODE_NAMES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "ExclusiveWithFencing"}
@@ -19,12 +20,21 @@ ACCESS_MODE_NAMES = {0: "Shared", 1: "Exclusive", 2: "WaitForExclusive", 3: "Exc
 Pending = tuple[int, int, "int | None", int]
 
 
+class ProducerTopic(Protocol):
+    @property
+    def name(self) -> TopicName: ...
+    @property
+    def topic_epoch(self) -> int | None: ...
+
+    def remove_producer(self, producer: Producer) -> None: ...
+
+
 @dataclass(eq=False)
 class Producer:
     cnx: ClientConnection
     producer_id: int
     name: str
-    topic: Topic
+    topic: ProducerTopic
     access_mode: int = SHARED
     user_provided_name: bool = False
     highest_sequence_pushed: int = -1

@@ -7,58 +7,34 @@
 # - Acks are applied to the cursor first, then removed from pending.
 # - The dispatcher is replaced only while it has no consumer, and the new one
 #   takes over its read position and replay queue.
+# It sees its topic as SubscriptionTopic (topic.PersistentTopic meets it, and so does it
+# what the rooms below see of a subscription's topic), so that the topic can hold it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from letterbox import failure
+from letterbox.broker.policies.bounded import BoundedTopic
 from letterbox.broker.policies.topic_policies import check_new_consumer
 from letterbox.broker.redelivery.key_quarantine import KeyQuarantine
 from letterbox.broker.redelivery.redelivery_tracker import RedeliveryTracker
+from letterbox.broker.redelivery.tracked import TrackedTopic
 from letterbox.broker.topics.consumer import SUB_TYPE_NAMES
+from letterbox.broker.topics.dispatched import Cursor
 from letterbox.broker.topics.dispatcher import Dispatcher
 from letterbox.broker.topics.dispatchers import make_dispatcher
+from letterbox.broker.topics.end_of_topic import notify_end_of_topic
 from letterbox.broker.topics.hand_backs import HAND_BACK_TYPES, HandBacks
-from letterbox.broker.topics.topic_termination import notify_end_of_topic
 from letterbox.errors import ConsumerBusy, NotAllowed
 
 if TYPE_CHECKING:
     import asyncio
 
+    from letterbox.broker.policies.topic_policies import TopicLimits
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.storage.delivery_state import DeliveryState
-    from letterbox.storage.position import Position
-
-
-class Cursor(Protocol):
-    name: str
-    deliveries: DeliveryState
-
-    @property
-    def mark_delete(self) -> Position: ...
-    def is_acked(self, entry_id: int) -> bool: ...
-    def first_acked_from(self, entry_id: int) -> int: ...
-    def has_partial_batches(self) -> bool: ...
-    def ack(self, entry_ids: list[int]) -> None: ...
-    def ack_batch_indexes(self, entry_id: int, batch_size: int, acked_indexes: list[int]) -> bool: ...
-    def ack_batch_mask(self, entry_id: int, batch_size: int, acked_mask: int) -> bool: ...
-    def batch_ack_set(self, entry_id: int) -> list[int] | None: ...
-    def ack_cumulative(self, entry_id: int) -> None: ...
-    def reset(self, next_entry_id: int) -> None: ...
-    def backlog(self) -> int: ...
-    def redelivery_count(self, entry_id: int, batch_index: int | None = None) -> int: ...
-    def increment_redelivery(self, entry_ids: list[int]) -> None: ...
-    def set_due(self, entry_id: int, due_ms: int | None) -> None: ...
-    def set_attempts(self, entry_id: int, rows: str) -> None: ...
-    def add_attempt(self, entry_id: int, row: tuple[Any, ...], limit: int) -> None: ...
-    def add_attempts(self, rows: Iterable[tuple[int, tuple[Any, ...]]], limit: int) -> None: ...
-    def acked_indexes(self, entry_id: int) -> frozenset[int]: ...
-    def write_now(self) -> asyncio.Future[None] | None: ...
-    def write_by_caller(self) -> None: ...
-    async def flush(self) -> None: ...
+    from letterbox.broker.topics.topic_broker import TopicBroker
 
 
 # how long a non-durable subscription emptied by a seek waits for its reader to re-subscribe
@@ -66,8 +42,25 @@ class Cursor(Protocol):
 SOUGHT_GRACE_S = 10.0
 
 
+class SubscriptionTopic(TrackedTopic, BoundedTopic, Protocol):
+    namespace_subscription_policy: failure.FailurePolicy
+
+    @property
+    def service(self) -> TopicBroker: ...
+    @property
+    def limits(self) -> TopicLimits: ...
+    @property
+    def subscriptions(self) -> Mapping[str, Subscription]: ...
+
+    def subscription_for(
+        self, name: str, durable: bool, initial_position: str, start_entry_id: int | None
+    ) -> Subscription: ...
+    def remove_subscription(self, name: str) -> None: ...
+    def on_cursor_moved(self) -> None: ...
+
+
 class Subscription:
-    def __init__(self, topic: PersistentTopic, name: str, cursor: Cursor, durable: bool) -> None:
+    def __init__(self, topic: SubscriptionTopic, name: str, cursor: Cursor, durable: bool) -> None:
         self.topic = topic
         self.name = name
         self.cursor = cursor
@@ -308,3 +301,11 @@ def _acked_mask(words: list[int], size: int) -> int:
     for i, w in enumerate(words):
         unacked |= (w & 0xFFFF_FFFF_FFFF_FFFF) << (64 * i)
     return ((1 << size) - 1) & ~unacked
+
+
+def subscription_of(consumer: Consumer) -> Subscription | None:
+    """The subscription `consumer` is attached to, as the handlers use it (only a
+    Subscription attaches itself to a consumer: add_consumer)."""
+    sub = consumer.subscription
+    assert sub is None or isinstance(sub, Subscription)
+    return sub

@@ -33,7 +33,6 @@ from letterbox.failure import (
     decide,
     topic_role,
 )
-from letterbox.protocol import commands
 from letterbox.storage.errors import StorageError
 from letterbox.storage.managed_cursor import ManagedCursor
 
@@ -47,8 +46,7 @@ ACK_CHUNK = 65_536  # entries acknowledged per storage transaction of an expiry
 
 def disconnect_consumers(sub: Subscription) -> None:
     for consumer in list(sub.consumers):
-        consumer.cnx.write(commands.close_consumer(consumer.consumer_id))
-        consumer.cnx.consumers.pop(consumer.consumer_id, None)
+        consumer.cnx.close_consumer(consumer.consumer_id)
         sub.remove_consumer(consumer)
 
 

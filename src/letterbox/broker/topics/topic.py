@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from letterbox.broker.policies import termination_record
@@ -153,6 +154,7 @@ class PersistentTopic(Topic):
         super().__init__(service, name)
         self.ledger = ledger
         self.terminated = termination_record.load(service.store, name)
+        self.quota_listener: Callable[[Position], None] | None = None  # backlog_quota.attach's check
         self.refresh_policies()
         self.subscriptions: dict[str, Subscription] = {}
         for cname, cursor in ledger.cursors().items():

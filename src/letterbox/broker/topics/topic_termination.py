@@ -2,8 +2,7 @@
 # topic takes no more messages -- new producers are refused with
 # TopicTerminatedError, a SEND that raced the termination gets a SEND_ERROR
 # with the same code -- and every subscription that has acknowledged all of
-# it tells its consumers REACHED_END_OF_TOPIC (as Pulsar: only once nothing is
-# left in the backlog). The last message id is fixed at termination and stored
+# it tells its consumers REACHED_END_OF_TOPIC (end_of_topic.py). The last message id is fixed at termination and stored
 # as metadata (policies/termination_record.py), so the state survives a
 # restart; deleting the topic forgets it.
 # Invariants: `topic.terminated` is None or the position of the last entry the
@@ -11,31 +10,17 @@
 # before the termination is stored, so no append is reserved after it.
 from __future__ import annotations
 
-import asyncio
 import json
-import weakref
 from typing import TYPE_CHECKING
 
 from letterbox.broker.policies.termination_record import TERMINATED_KEY
+from letterbox.broker.topics.end_of_topic import notify_end_of_topic
 from letterbox.errors import LetterboxError, ServerError
-from letterbox.protocol import commands
 from letterbox.storage.position import Position
 
 if TYPE_CHECKING:
-    from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.subscription import Subscription
     from letterbox.broker.topics.topic import PersistentTopic
-    from letterbox.broker.topics.topic_broker import TopicBroker
-
-# Clients built on the C++ library (the Python one included) have no handler for
-# REACHED_END_OF_TOPIC: they log "Received invalid message from server" and drop the
-# connection, so they are not sent it (their consumers see no more messages; a reader's
-# has_message_available() is False at the end). Java and Go clients handle it.
-_NO_END_OF_TOPIC = ("Pulsar-CPP", "Pulsar-Python", "Pulsar-Node")
-
-# consumers already told REACHED_END_OF_TOPIC (told once each)
-_told: weakref.WeakSet[Consumer] = weakref.WeakSet()
-
+    from letterbox.broker.topics.topics_broker import TopicsBroker
 
 class TopicTerminated(LetterboxError):
     code = ServerError.TopicTerminatedError
@@ -47,7 +32,7 @@ def refuse_producer(topic: object) -> None:
         raise TopicTerminated(f"Topic {getattr(topic, 'name', '')} was already terminated")
 
 
-async def terminate(service: TopicBroker, topic: PersistentTopic) -> Position:
+async def terminate(service: TopicsBroker, topic: PersistentTopic) -> Position:
     """Terminate `topic` (idempotent): refuse further appends, wait for the appends already
     reserved to be durable, store the last position, close the producers (their reconnect
     is refused with TopicTerminatedError) and tell caught-up consumers the end was reached."""
@@ -64,22 +49,3 @@ async def terminate(service: TopicBroker, topic: PersistentTopic) -> Position:
     for sub in topic.subscriptions.values():
         notify_end_of_topic(sub)
     return last
-
-
-def notify_end_of_topic(sub: Subscription) -> None:
-    """After an ack, a new consumer or the termination: a subscription of a terminated topic
-    with nothing left to acknowledge tells each of its consumers REACHED_END_OF_TOPIC once,
-    on the next loop turn (after the SUBSCRIBE answer of a new consumer)."""
-    if sub.topic.terminated is not None:
-        asyncio.get_running_loop().call_soon(_tell, sub)
-
-
-def _tell(sub: Subscription) -> None:
-    if sub.topic.terminated is None or sub.backlog() > 0:
-        return
-    for consumer in sub.consumers:
-        if consumer.cnx.client_version.startswith(_NO_END_OF_TOPIC):
-            continue
-        if consumer not in _told and not consumer.closed:
-            _told.add(consumer)
-            consumer.cnx.write(commands.reached_end_of_topic(consumer.consumer_id))
