@@ -18,6 +18,7 @@ from letterbox.broker.connection import (
     handlers_consumer,
     handlers_producer,
     handlers_topic,
+    text_door,
 )
 from letterbox.broker.connection.connection_guard import ConnectionGuard
 from letterbox.broker.connection.flow_control import FlowControl
@@ -259,6 +260,8 @@ class ServerCnx(asyncio.Protocol):
     def _dispatch(self, frame: Frame) -> None:
         if self.refusal is not None:
             handlers_auth.refuse_request(self, frame.command)
+            return
+        if text_door.refused(self, frame):  # a string field that is not UTF-8
             return
         handler = _HANDLERS.get(frame.type)
         try:
