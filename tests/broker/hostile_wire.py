@@ -24,14 +24,20 @@ def poisoned(frame: bytes, value: bytes) -> bytes:
     return frame.replace(m, value)
 
 
-def send_frame(producer_id: int, seq: int, payload: bytes, metadata: pb.MessageMetadata,
-               hostile: bytes | None = None) -> bytes:
-    """A SEND whose metadata has marker(hostile) replaced by `hostile` (checksum over the result)."""
+def metadata_bytes(metadata: pb.MessageMetadata, hostile: bytes | None = None) -> bytes:
+    """The serialized metadata with marker(hostile) replaced by `hostile`."""
     meta = metadata.SerializeToString()
     if hostile is not None:
         m = marker(hostile).encode()
         assert meta.count(m) == 1
         meta = meta.replace(m, hostile)
+    return meta
+
+
+def send_frame(producer_id: int, seq: int, payload: bytes, metadata: pb.MessageMetadata | bytes,
+               hostile: bytes | None = None) -> bytes:
+    """A SEND whose metadata has marker(hostile) replaced by `hostile` (checksum over the result)."""
+    meta = metadata if isinstance(metadata, bytes) else metadata_bytes(metadata, hostile)
     cmd = T(type=T.SEND, send=pb.CommandSend(producer_id=producer_id, sequence_id=seq, num_messages=1))
     return encode_payload_command(cmd, build_headers_and_payload(meta, payload))
 

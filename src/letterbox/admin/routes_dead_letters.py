@@ -46,6 +46,7 @@ from letterbox.broker import (
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
 from letterbox.message_properties import REAL_TOPIC
+from letterbox.protocol.text_fields import as_text
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ MESSAGE_ID = re.compile(r"[0-9]{1,18}:[0-9]{1,18}:-?[0-9]{1,9}:-?[0-9]{1,9}")
 MAX_LIMIT = 10_000
 # payload bytes one listing answers with; later messages are listed without theirs
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
+# characters of one key, property key or property value a listing answers with
+MAX_TEXT_CHARS = 64 * 1024
 FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
 
@@ -71,6 +74,16 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     register_tasks(admin, router)
 
 
+def _clipped(value: str | bytes, cut: list[str]) -> str:
+    """A key or property as listed: text (bytes that are not UTF-8 as \\xNN escapes), at
+    most MAX_TEXT_CHARS characters and "…" (then noted in `cut`)."""
+    text = as_text(value)
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    cut.append(text[:40])
+    return text[:MAX_TEXT_CHARS] + "…"
+
+
 def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
     """One dead letter as JSON; `error` is set when its stored payload could not be
     opened (the payload is then the stored bytes) or was left out of the answer."""
@@ -80,15 +93,18 @@ def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
             text = dl.payload.decode("utf-8")
         except UnicodeDecodeError:
             text = None
+    cut: list[str] = []
     out: dict[str, Any] = {
         "messageId": dl.message_id,
-        "key": dl.key,
-        "properties": dl.properties,
+        "key": None if dl.key is None else _clipped(dl.key, cut),
+        "properties": {_clipped(k, cut): _clipped(v, cut) for k, v in dl.properties.items()},
         "publishTime": dl.publish_time,
         "eventTime": dl.event_time or None,
         "payloadBase64": base64.b64encode(dl.payload).decode() if with_payload else None,
         "payloadText": text,
     }
+    if cut:
+        out["truncated"] = True  # a key or property is longer than MAX_TEXT_CHARS: cut there
     if dl.error is not None:
         out["error"] = dl.error
     elif not with_payload:

@@ -72,3 +72,27 @@ def as_key_bytes(value: str | bytes) -> bytes:
 def text_dict(pairs: Any) -> dict[str, str]:
     """Repeated KeyValue as a dict of text (as_text of each key and value)."""
     return {as_text(kv.key): as_text(kv.value) for kv in pairs}
+
+
+def raw_string_field(number: int, value: str | bytes) -> bytes:
+    """One length-delimited field as the wire has it: how a value that is not UTF-8 is
+    written back byte-exact (the API refuses such bytes in a string field); appended to
+    a serialized message, repeated fields add to what is there."""
+    data = as_key_bytes(value)
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def raw_key_value(number: int, key: str | bytes, value: str | bytes) -> bytes:
+    """A KeyValue (key = 1, value = 2) in the repeated field `number`, byte-exact."""
+    return raw_string_field(number, raw_string_field(1, key) + raw_string_field(2, value))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)

@@ -13,12 +13,17 @@ from letterbox.broker.moves.dead_letters import handled_subscription
 from letterbox.errors import NotAllowed
 from letterbox.failure import redriven_properties
 from letterbox.protocol import build_headers_and_payload, pb
+from letterbox.protocol.text_fields import raw_key_value, raw_string_field
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.dead_letters import DeadLetter
     from letterbox.broker.moves.move_ends import MovedTopic
     from letterbox.storage.transaction import Transaction
+
+
+_PROPERTIES = pb.MessageMetadata.DESCRIPTOR.fields_by_name["properties"].number
+_PARTITION_KEY = pb.MessageMetadata.DESCRIPTOR.fields_by_name["partition_key"].number
 
 
 class Position(Protocol):
@@ -55,9 +60,17 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
                    schema: Callable[[bytes], bytes | None] | None = None) -> bytes:
     """`schema`: the target's schema version for the DLQ's (a SchemaCarry); None keeps it."""
     meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
+    raw = b""  # a key or property that is not UTF-8 (bytes), appended as sent
     for k, v in redriven_properties(dl.properties).items():
-        meta.properties.add(key=k, value=v)
-    if dl.key is not None:
+        if isinstance(k, bytes) or isinstance(v, bytes):
+            raw += raw_key_value(_PROPERTIES, k, v)
+        else:
+            meta.properties.add(key=k, value=v)
+    if isinstance(dl.key, bytes):
+        raw += raw_string_field(_PARTITION_KEY, dl.key)
+        if dl.key_b64:
+            meta.partition_key_b64_encoded = True
+    elif dl.key is not None:
         meta.partition_key = dl.key
         if dl.key_b64:
             meta.partition_key_b64_encoded = True
@@ -72,7 +85,7 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
         version = schema(version)
     if version is not None:
         meta.schema_version = version
-    return build_headers_and_payload(meta, dl.payload)
+    return build_headers_and_payload(meta.SerializeToString() + raw if raw else meta, dl.payload)
 
 
 def mark_handled(txn: Transaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:
