@@ -12,7 +12,8 @@
 # them as the DELIVERY_ATTEMPTS property (`attempts_property`: a JSON list of
 # objects with the REST field names).
 # Invariants: a log holds at most its limit of attempts, the oldest dropped
-# first; a reason is at most MAX_REASON_CHARS characters.
+# first; a reason is at most MAX_REASON_CHARS characters, a consumer name at
+# most MAX_NAME_CHARS (clip_name), so a row never grows with what a client sent.
 from __future__ import annotations
 
 import json
@@ -46,6 +47,7 @@ ANNOUNCED_ENDINGS = (NACK,)
 DEFAULT_ATTEMPT_LOG_SIZE = 10
 MAX_ATTEMPT_LOG_SIZE = 1000
 MAX_REASON_CHARS = 1000
+MAX_NAME_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def _time_ms(value: Any) -> int:
 
 
 def _text(value: Any) -> str | None:
-    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None
+    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None  # (a name: shorter still)
 
 
 def ending_for(event: Event, announced: str | None = None, announces: bool = False) -> str:
@@ -117,6 +119,13 @@ def ending_for(event: Event, announced: str | None = None, announces: bool = Fal
     if isinstance(event, Expired):
         return EXPIRED
     raise TypeError(f"not an event that ends a delivery: {event!r}")
+
+
+def clip_name(name: str | None) -> str | None:
+    """A consumer name as an attempt keeps it: at most MAX_NAME_CHARS characters."""
+    if name is None or len(name) <= MAX_NAME_CHARS:
+        return name
+    return name[: MAX_NAME_CHARS - 1] + "…"
 
 
 def clip_reason(reason: str | None) -> str | None:
