@@ -23,6 +23,7 @@ from aiohttp import web
 from letterbox.admin.admin_context import AdminContext
 from letterbox.admin.compat_mode import pulsar_compatible_middleware
 from letterbox.admin.cross_origin import cross_origin_guard
+from letterbox.admin.host_check import host_guard
 from letterbox.admin.http_errors import errors_middleware, storage_guard
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
@@ -69,6 +70,7 @@ class AdminServer(AdminContext):
         app = web.Application(client_max_size=MAX_BODY_BYTES,
                               # credentials before names: a stranger learns nothing
                               middlewares=[errors_middleware,
+                                           host_guard(self.service.config),  # DNS rebinding: host_check.py
                                            cross_origin_guard(),  # CSRF: admin/cross_origin.py
                                            pulsar_compatible_middleware(self.service.config.pulsar_compatible_only),
                                            security_middleware(self.service),
