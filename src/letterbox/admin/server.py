@@ -25,6 +25,7 @@ from letterbox.admin.compat_mode import pulsar_compatible_middleware
 from letterbox.admin.cross_origin import cross_origin_guard
 from letterbox.admin.host_check import host_guard
 from letterbox.admin.http_errors import errors_middleware, storage_guard
+from letterbox.admin.http_parse_errors import AdminRunner
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
 from letterbox.broker import seed_defaults
@@ -105,7 +106,7 @@ class AdminServer(AdminContext):
     ) -> None:
         """Listen on http://host:port and/or https://host:tls_port (None: that one is off)."""
         await self._seed_defaults()
-        self._runner = web.AppRunner(self.build_app(), access_log=None)
+        self._runner = AdminRunner(self.build_app(), access_log=None)  # JSON parse errors: http_parse_errors.py
         await self._runner.setup()
         try:
             if port is not None:
