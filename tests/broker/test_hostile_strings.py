@@ -140,6 +140,16 @@ def test_dead_letter_with_invalid_utf8_key_and_properties_lists_and_keeps_its_by
     assert got.partition_key == key
     props = {kv.key: kv.value for kv in got.properties}
     assert props["note"] == value and props[prop_key] == "plain"
+
+    # and a redrive puts the same bytes back on the source topic
+    status, redriven = call(broker.admin_url, "POST", _admin_path(dlq) + "/letterbox/redrive", "{}")
+    assert status == 200 and redriven["moved"] == 1, redriven
+    second = raw.expect(T.MESSAGE)  # to the source's consumer, which has permits left
+    assert second.command.message.consumer_id == 2 and second.headers_and_payload is not None
+    back = parse_headers_and_payload(second.headers_and_payload).metadata
+    assert back.partition_key == key
+    props = {kv.key: kv.value for kv in back.properties}
+    assert props["note"] == value and props[prop_key] == "plain" and "DEAD_LETTER_REASON" not in props
     raw.close()
     _clean_log(broker)
 

@@ -46,7 +46,6 @@ from letterbox.broker import (
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
 from letterbox.message_properties import REAL_TOPIC
-from letterbox.protocol.text_fields import as_text
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -74,10 +73,9 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     register_tasks(admin, router)
 
 
-def _clipped(value: str | bytes, cut: list[str]) -> str:
-    """A key or property as listed: text (bytes that are not UTF-8 as \\xNN escapes), at
+def _clipped(text: str, cut: list[str]) -> str:
+    """A key or property as listed (bytes that are not UTF-8 are \\xNN escapes already): at
     most MAX_TEXT_CHARS characters and "…" (then noted in `cut`)."""
-    text = as_text(value)
     if len(text) <= MAX_TEXT_CHARS:
         return text
     cut.append(text[:40])
