@@ -70,8 +70,10 @@ def test_consumer_name_not_utf8_is_refused_and_the_subscription_stays_durable(
     stats_path = _admin_path(topic) + "/stats"
     assert wait_until(lambda: call(broker.admin_url, "GET", stats_path)[1]
                       ["subscriptions"]["orders"]["msgBacklog"] == 0, timeout=15)
-    status, attempts = call(broker.admin_url, "GET", _admin_path(topic) + "/subscription/orders/letterbox/attempts")
-    assert status in (200, 404), attempts  # an answer, not a 500
+    nacked = got[0].message_id()
+    status, attempts = call(broker.admin_url, "GET", _admin_path(topic) + "/subscription/orders/letterbox/attempts/"
+                            f"{nacked.ledger_id()}:{nacked.entry_id()}")
+    assert status == 200, attempts
     client.close()
     assert broker.stop() == 0
     _clean_log(broker)
@@ -189,3 +191,24 @@ def test_dead_letter_listing_cuts_large_keys_and_properties(broker: BrokerProces
     assert dead["truncated"] is True
     assert dead["properties"]["big"] == big[:65536] + "…"
     assert len(dead["key"]) == 65537 and dead["properties"]["DEAD_LETTER_REASON"] == "terminated"
+
+
+def test_a_long_consumer_name_is_kept_short_in_the_attempt_log(broker: BrokerProcess) -> None:
+    topic = _topic("long-name")
+    raw = RawConn(broker.port)
+    raw.handshake()
+    raw.create_producer(topic, 1, 1)
+    raw.send(send_frame(1, 0, b"x", metadata("p", 0)))
+    raw.expect(T.SEND_RECEIPT)
+    raw.send(client_commands.subscribe(topic, "s", 2, 2, pb.CommandSubscribe.Shared, consumer_name="c" * 1_000_000,
+                                       initial_position=pb.CommandSubscribe.Earliest))
+    raw.expect(T.SUCCESS)
+    raw.send(client_commands.flow(2, 10))
+    mid = raw.expect(T.MESSAGE).command.message.message_id
+    raw.send(client_commands.redeliver_unacknowledged(2, [(mid.ledgerId, mid.entryId)]))
+    path = _admin_path(topic) + f"/subscription/s/letterbox/attempts/{mid.ledgerId}:{mid.entryId}"
+    assert wait_until(lambda: len(call(broker.admin_url, "GET", path)[1].get("attempts", [])) == 1)
+    [attempt] = call(broker.admin_url, "GET", path)[1]["attempts"]
+    assert attempt["consumer"] == "c" * 255 + "…"
+    raw.close()
+    _clean_log(broker)
