@@ -7,12 +7,14 @@
 # that gives both pulsar.Client and the admin HTTP client the same identity.
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 from typing import Any
 
 import click
 
 from letterbox.auth_options import AuthOptions, AuthOptionsError
+from letterbox.usage_errors import OneLineUsageError
 
 _META = "letterbox.auth"
 
@@ -46,13 +48,42 @@ def current_auth() -> AuthOptions:
     given: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
     token, token_file = given.get("auth_token"), given.get("auth_token_file")
     if token and token_file:
-        raise click.UsageError("give --auth-token or --auth-token-file, not both")
+        raise OneLineUsageError("give --auth-token or --auth-token-file, not both")
     try:
         if token_file:
-            text = Path(token_file).read_text().strip()
-            if not text:
-                raise click.UsageError(f"the token file {token_file} is empty")
-            token = text
-        return AuthOptions.from_token(token or None, given.get("tls_trust_certs") or "")
+            token = _read_token_file(token_file)
+        if token:
+            _check_token(token, f"the token file {token_file}" if token_file else "the token of --auth-token")
+        trust = given.get("tls_trust_certs") or ""
+        if trust:
+            _check_trust_certs(trust)
+        return AuthOptions.from_token(token or None, trust)
     except (OSError, AuthOptionsError) as exc:
-        raise click.UsageError(str(exc)) from None
+        raise OneLineUsageError(str(exc)) from None
+
+
+def _read_token_file(path: str) -> str:
+    try:
+        text = Path(path).read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise OneLineUsageError(f"the token file {path} is not UTF-8 text: a token (a JWT) is one line of "
+                                "ASCII; write only the token there, as `letterbox tokens create` prints it") from None
+    if not text:
+        raise OneLineUsageError(f"the token file {path} is empty")
+    return text
+
+
+def _check_token(token: str, where: str) -> None:
+    """A token is one line of printable ASCII; the message names where it came from, never the token."""
+    if any(c.isspace() or not c.isprintable() or not c.isascii() for c in token.strip()):
+        raise OneLineUsageError(f"{where} has a line break, space or control character inside it: a token "
+                                "(a JWT) is one line of printable ASCII; keep only the token")
+
+
+def _check_trust_certs(path: str) -> None:
+    try:
+        ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, ValueError, UnicodeDecodeError):
+        raise OneLineUsageError(f"--tls-trust-certs {path} holds no PEM certificate: give the CA certificate "
+                                "file in PEM form (-----BEGIN CERTIFICATE-----; convert DER with "
+                                "`openssl x509 -inform der -in CA.der -out CA.pem`)") from None

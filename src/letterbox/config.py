@@ -52,6 +52,9 @@ class BrokerConfig:
     # advertisedListeners / internalListenerName (advertised_listeners.py): "" = off
     advertised_listeners: str = ""
     internal_listener_name: str = ""
+    # Host names the admin server answers to besides IP literals, localhost, the bind and
+    # advertised names (admin/host_check.py; "*": any)
+    admin_allowed_hosts: list[str] = field(default_factory=list)
     # durability: "full" fsyncs before every receipt batch, "normal" survives a
     # process crash but not an OS crash, "off" leaves syncing to the OS.
     sync: str = "full"

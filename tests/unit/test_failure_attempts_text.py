@@ -6,13 +6,23 @@ import json
 import random
 from typing import Any
 
-from letterbox.failure.attempts import Attempt, attempts_property, attempts_property_rows
+from letterbox.failure.attempts import (
+    MAX_ATTEMPTS_STAMP_BYTES,
+    Attempt,
+    attempts_property,
+    attempts_property_rows,
+)
 
 
 def reference(rows: list[tuple[Any, ...]]) -> str:
-    return json.dumps([{"deliveredAt": int(d) or None, "endedAt": int(e) or None, "consumer": c, "address": a,
-                        "ending": str(n), "reason": r} for d, e, c, a, n, r in rows],
-                      separators=(",", ":"), ensure_ascii=False)
+    """json.dumps of the objects of the newest rows whose text fits MAX_ATTEMPTS_STAMP_BYTES."""
+    objects = [{"deliveredAt": int(d) or None, "endedAt": int(e) or None, "consumer": c, "address": a,
+                "ending": str(n), "reason": r} for d, e, c, a, n, r in rows]
+    for start in range(len(objects)):
+        text = json.dumps(objects[start:], separators=(",", ":"), ensure_ascii=False)
+        if len(text.encode()) <= MAX_ATTEMPTS_STAMP_BYTES or start == len(objects) - 1:
+            return text
+    return "[]"
 
 
 TEXTS: list[Any] = [None, "", "c-1", "127.0.0.1:5555", 'q"uote\\ back', "tab\tnew\nline\x00\x1f", "\u00e9\u2713\U0001f600",

@@ -8,10 +8,16 @@
 # declared size or max_message_size) is answered as stored, with
 # X-Letterbox-Payload-Error saying why: decompression is bounded by the limit,
 # runs in a worker thread above OFF_LOOP_BYTES, and never turns into a 500.
+# Text fields are stored as sent: bytes that are not UTF-8 and control
+# characters (which a header cannot carry) are written as \xNN escapes; a
+# header value longer than MAX_HEADER_CHARS is cut there and ends in "…", and
+# X-Letterbox-Truncated counts the values cut (the whole value: the message
+# itself, through a consumer or a reader).
 from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +27,7 @@ from aiohttp import web
 from letterbox.protocol import MalformedFrame, parse_headers_and_payload, pb
 from letterbox.protocol.compression import CompressionError, declared_size, decompress
 from letterbox.protocol.message_check import needs_expanding, opaque
+from letterbox.protocol.text_fields import as_text
 from letterbox.storage.entry import Entry
 
 OFF_LOOP_BYTES = 256 * 1024
@@ -35,6 +42,21 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+MAX_HEADER_CHARS = 4096
+TRUNCATED = "X-Letterbox-Truncated"
+
+
+def _text(value: str | bytes) -> str:
+    """A text field as a header can carry it (at most MAX_HEADER_CHARS + 1 characters)."""
+    text = as_text(value)
+    if len(text) > MAX_HEADER_CHARS:
+        text = text[:MAX_HEADER_CHARS] + "…"
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _b64(value: bytes) -> str:
     return base64.b64encode(value).decode()
 
@@ -47,19 +69,19 @@ _TIMES: Fields = (
     ("deliver_at_time", "X-Pulsar-deliver-at-time", format_time),
 )
 _FIELDS: Fields = (
-    ("producer_name", "X-Pulsar-producer-name", str),
+    ("producer_name", "X-Pulsar-producer-name", _text),
     ("sequence_id", "X-Pulsar-sequence-id", str),
-    ("replicated_from", "X-Pulsar-replicated-from", str),
-    ("partition_key", "X-Pulsar-partition-key", str),
+    ("replicated_from", "X-Pulsar-replicated-from", _text),
+    ("partition_key", "X-Pulsar-partition-key", _text),
     ("compression", "X-Pulsar-compression", pb.CompressionType.Name),
     ("uncompressed_size", "X-Pulsar-uncompressed-size", str),
-    ("encryption_algo", "X-Pulsar-encryption-algo", str),
+    ("encryption_algo", "X-Pulsar-encryption-algo", _text),
     ("schema_version", "X-Pulsar-Base64-schema-version", _b64),
     ("partition_key_b64_encoded", "X-Pulsar-partition-key-b64-encoded", _flag),
     ("ordering_key", "X-Pulsar-Base64-ordering-key", _b64),
     ("marker_type", "X-Pulsar-marker-type", str),
     ("highest_sequence_id", "X-Pulsar-highest-sequence-id", str),
-    ("uuid", "X-Pulsar-uuid", str),
+    ("uuid", "X-Pulsar-uuid", _text),
     ("num_chunks_from_msg", "X-Pulsar-num-chunks-from-msg", str),
     ("total_chunk_msg_size", "X-Pulsar-total-chunk-msg-size", str),
     ("chunk_id", "X-Pulsar-chunk-id", str),
@@ -84,7 +106,7 @@ async def message_response(entry: Entry, limit: int) -> web.Response:
     present = {fd.name for fd, _ in meta.ListFields()}
     h: list[tuple[str, str]] = [("X-Pulsar-Message-ID", f"{entry.position.ledger_id}:{entry.position.entry_id}")]
     for kv in meta.properties:
-        h.append(("X-Pulsar-PROPERTY-" + kv.key, kv.value))
+        h.append(("X-Pulsar-PROPERTY-" + _text(kv.key), _text(kv.value)))
     h += _set_fields(meta, present, _TIMES)
     if meta.HasField("num_messages_in_batch"):
         h.append(("X-Pulsar-num-batch-message", str(meta.num_messages_in_batch)))
@@ -97,10 +119,13 @@ async def message_response(entry: Entry, limit: int) -> web.Response:
     h.append(("X-Pulsar-Is-Encrypted", _flag(len(meta.encryption_keys) > 0)))
     h += _set_fields(meta, present, _FIELDS)
     for cluster in meta.replicate_to:
-        h.append(("X-Pulsar-replicated-to", cluster))
+        h.append(("X-Pulsar-replicated-to", _text(cluster)))
     body, error = await _payload(meta, bytes(parsed.payload), limit)
     if error is not None:
         h.append((PAYLOAD_ERROR, error))
+    cut = sum(1 for _, value in h if value.endswith("…") and len(value) > MAX_HEADER_CHARS)
+    if cut:
+        h.append((TRUNCATED, str(cut)))
     resp = web.Response(body=body, content_type="application/octet-stream")
     for key, value in h:
         resp.headers.add(key, value)

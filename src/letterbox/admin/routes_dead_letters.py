@@ -57,6 +57,8 @@ MESSAGE_ID = re.compile(r"[0-9]{1,18}:[0-9]{1,18}:-?[0-9]{1,9}:-?[0-9]{1,9}")
 MAX_LIMIT = 10_000
 # payload bytes one listing answers with; later messages are listed without theirs
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
+# characters of one key, property key or property value a listing answers with
+MAX_TEXT_CHARS = 64 * 1024
 FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
 
@@ -71,6 +73,15 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     register_tasks(admin, router)
 
 
+def _clipped(text: str, cut: list[str]) -> str:
+    """A key or property as listed (bytes that are not UTF-8 are \\xNN escapes already): at
+    most MAX_TEXT_CHARS characters and "…" (then noted in `cut`)."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    cut.append(text[:40])
+    return text[:MAX_TEXT_CHARS] + "…"
+
+
 def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
     """One dead letter as JSON; `error` is set when its stored payload could not be
     opened (the payload is then the stored bytes) or was left out of the answer."""
@@ -80,15 +91,18 @@ def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
             text = dl.payload.decode("utf-8")
         except UnicodeDecodeError:
             text = None
+    cut: list[str] = []
     out: dict[str, Any] = {
         "messageId": dl.message_id,
-        "key": dl.key,
-        "properties": dl.properties,
+        "key": None if dl.key is None else _clipped(dl.key, cut),
+        "properties": {_clipped(k, cut): _clipped(v, cut) for k, v in dl.properties.items()},
         "publishTime": dl.publish_time,
         "eventTime": dl.event_time or None,
         "payloadBase64": base64.b64encode(dl.payload).decode() if with_payload else None,
         "payloadText": text,
     }
+    if cut:
+        out["truncated"] = True  # a key or property is longer than MAX_TEXT_CHARS: cut there
     if dl.error is not None:
         out["error"] = dl.error
     elif not with_payload:

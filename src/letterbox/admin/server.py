@@ -23,7 +23,9 @@ from aiohttp import web
 from letterbox.admin.admin_context import AdminContext
 from letterbox.admin.compat_mode import pulsar_compatible_middleware
 from letterbox.admin.cross_origin import cross_origin_guard
+from letterbox.admin.host_check import host_guard
 from letterbox.admin.http_errors import errors_middleware, storage_guard
+from letterbox.admin.http_parse_errors import AdminRunner
 from letterbox.admin.request_parsing import MAX_BODY_BYTES, validate_names
 from letterbox.admin.security_middleware import security_middleware
 from letterbox.broker import seed_defaults
@@ -69,6 +71,7 @@ class AdminServer(AdminContext):
         app = web.Application(client_max_size=MAX_BODY_BYTES,
                               # credentials before names: a stranger learns nothing
                               middlewares=[errors_middleware,
+                                           host_guard(self.service.config),  # DNS rebinding: host_check.py
                                            cross_origin_guard(),  # CSRF: admin/cross_origin.py
                                            pulsar_compatible_middleware(self.service.config.pulsar_compatible_only),
                                            security_middleware(self.service),
@@ -103,7 +106,7 @@ class AdminServer(AdminContext):
     ) -> None:
         """Listen on http://host:port and/or https://host:tls_port (None: that one is off)."""
         await self._seed_defaults()
-        self._runner = web.AppRunner(self.build_app(), access_log=None)
+        self._runner = AdminRunner(self.build_app(), access_log=None)  # JSON parse errors: http_parse_errors.py
         await self._runner.setup()
         try:
             if port is not None:

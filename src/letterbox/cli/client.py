@@ -10,7 +10,7 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -133,12 +133,24 @@ def _message_id(mid: Any) -> str:
 
 
 # --- consume ---------------------------------------------------------------------------
+# what is shown for a key or properties that are not UTF-8: the official Python client
+# raises on them and cannot give their bytes (the admin API's views show them escaped)
+NOT_TEXT = "<not UTF-8 text: see it escaped with `letterbox admin topics examine-message`>"
+
+
+def _readable(get: Callable[[], Any], instead: Any) -> Any:
+    try:
+        return get()
+    except UnicodeDecodeError:
+        return instead
+
+
 def message_record(msg: Any) -> dict[str, Any]:
     return {
         "messageId": _message_id(msg.message_id()),
         "topic": msg.topic_name(),
-        "key": msg.partition_key() or None,
-        "properties": dict(msg.properties()),
+        "key": _readable(msg.partition_key, NOT_TEXT) or None,
+        "properties": _readable(lambda: dict(msg.properties()), {"": NOT_TEXT}),
         "publishTime": msg.publish_timestamp(),
         "eventTime": msg.event_timestamp(),
         "redeliveryCount": msg.redelivery_count(),

@@ -22,6 +22,7 @@ import click
 from letterbox.errors import InvalidTopicName
 from letterbox.failure import PolicyError, parse_duration_ms
 from letterbox.topic_name import TopicName
+from letterbox.usage_errors import OneLineUsageError
 
 _SIZE_RE = re.compile(r"^(-?\d+)\s*([kmgt]?)b?$", re.IGNORECASE)
 _SIZE_BYTES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -138,14 +139,19 @@ def parse_time_ms(text: str, hint: str, now: float | None = None) -> int:
             ago_ms = -1  # not a duration: maybe a date-time
         if ago_ms >= 0:
             now = time.time() if now is None else now
-            return int((now - ago_ms / 1000) * 1000)
+            when_ms = int((now - ago_ms / 1000) * 1000)
+            if when_ms < 0:
+                raise OneLineUsageError(f"{hint} {text.strip()[:40]} reaches back before 1970: give a shorter "
+                                        "duration, or a date-time (2024-05-01T10:00:00Z)")
+            return when_ms
     try:
         when = datetime.fromisoformat(raw)
+        return int((when.astimezone() if when.tzinfo is None else when).timestamp() * 1000)
+    except (OverflowError, OSError):
+        raise OneLineUsageError(f"{hint} {text.strip()[:40]} is not a time this machine can represent: "
+                                "give a date-time between 1970 and 9999") from None
     except ValueError:
         raise click.BadParameter(f"{text!r}: use {TIME_HELP} (2024-05-01T10:00:00Z)", param_hint=hint) from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
 
 
 def parse_message_id(text: str, hint: str) -> tuple[int, int, int]:

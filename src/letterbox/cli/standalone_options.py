@@ -54,6 +54,8 @@ SECURITY_FLAGS: list[tuple[str, str, str]] = [
     ("token_audience_claim", "text", "Token claim holding the audience [aud]."),
     ("token_audience", "text", "Audience a token must name (unchecked when empty)."),
     ("basic_auth_conf", "text", "htpasswd file of the basic provider (Pulsar's basicAuthConf)."),
+    ("admin_allowed_hosts", "text", "Comma-separated Host names the admin port also answers to "
+     "(besides IP addresses, localhost, the bind and advertised names); * for any."),
 ]
 
 

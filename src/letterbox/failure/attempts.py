@@ -12,7 +12,9 @@
 # them as the DELIVERY_ATTEMPTS property (`attempts_property`: a JSON list of
 # objects with the REST field names).
 # Invariants: a log holds at most its limit of attempts, the oldest dropped
-# first; a reason is at most MAX_REASON_CHARS characters.
+# first; a reason is at most MAX_REASON_CHARS characters, a consumer name at
+# most MAX_NAME_CHARS (clip_name), so a row never grows with what a client sent;
+# DELIVERY_ATTEMPTS holds the newest attempts within MAX_ATTEMPTS_STAMP_BYTES.
 from __future__ import annotations
 
 import json
@@ -46,6 +48,9 @@ ANNOUNCED_ENDINGS = (NACK,)
 DEFAULT_ATTEMPT_LOG_SIZE = 10
 MAX_ATTEMPT_LOG_SIZE = 1000
 MAX_REASON_CHARS = 1000
+MAX_NAME_CHARS = 256
+# bytes of a dead letter's DELIVERY_ATTEMPTS: the newest attempts that fit (the newest always)
+MAX_ATTEMPTS_STAMP_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def _time_ms(value: Any) -> int:
 
 
 def _text(value: Any) -> str | None:
-    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None
+    return value[:MAX_REASON_CHARS] if isinstance(value, str) else None  # (a name: shorter still)
 
 
 def ending_for(event: Event, announced: str | None = None, announces: bool = False) -> str:
@@ -117,6 +122,13 @@ def ending_for(event: Event, announced: str | None = None, announces: bool = Fal
     if isinstance(event, Expired):
         return EXPIRED
     raise TypeError(f"not an event that ends a delivery: {event!r}")
+
+
+def clip_name(name: str | None) -> str | None:
+    """A consumer name as an attempt keeps it: at most MAX_NAME_CHARS characters."""
+    if name is None or len(name) <= MAX_NAME_CHARS:
+        return name
+    return name[: MAX_NAME_CHARS - 1] + "…"
 
 
 def clip_reason(reason: str | None) -> str | None:
@@ -142,8 +154,21 @@ def append_row(text: str | None, attempt: Attempt, limit: int) -> str:
 
 
 def attempts_property(attempts: list[Attempt]) -> str:
-    """The DELIVERY_ATTEMPTS property of a dead letter: compact JSON."""
-    return json.dumps([a.to_json() for a in attempts], separators=(",", ":"), ensure_ascii=False)
+    """The DELIVERY_ATTEMPTS property of a dead letter: compact JSON (_within_budget)."""
+    return _within_budget([json.dumps(a.to_json(), separators=(",", ":"), ensure_ascii=False) for a in attempts])
+
+
+def _within_budget(objects: list[str]) -> str:
+    """The JSON list of the newest of these objects whose text fits MAX_ATTEMPTS_STAMP_BYTES
+    (the newest always), so a dead letter's stamps stay within the frame's padding."""
+    kept: list[str] = []
+    size = 2
+    for text in reversed(objects):
+        size += len(text.encode()) + 1
+        if kept and size > MAX_ATTEMPTS_STAMP_BYTES:
+            break
+        kept.append(text)
+    return "[" + ",".join(reversed(kept)) + "]"
 
 
 def attempts_property_rows(rows: Sequence[Sequence[Any]]) -> str:
@@ -155,7 +180,7 @@ def attempts_property_rows(rows: Sequence[Sequence[Any]]) -> str:
         d, e = int(d), int(e)
         out.append(f'{{"deliveredAt":{d or "null"},"endedAt":{e or "null"},"consumer":{_json_value(c)},'
                    f'"address":{_json_value(a)},"ending":{_json_string(str(n))},"reason":{_json_value(r)}}}')
-    return "[" + ",".join(out) + "]"
+    return _within_budget(out)
 
 
 def _json_value(value: Any) -> str:  # (_json_string: what json.dumps(ensure_ascii=False) uses for a str)

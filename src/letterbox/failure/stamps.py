@@ -107,7 +107,7 @@ def dead_letter_stamps(
         out[FIRST_DELIVERY_TIME] = str(first_delivery_ms)
         out[LAST_DELIVERY_TIME] = str(last_delivery_ms)
     if description:
-        out[DEAD_LETTER_DESCRIPTION] = description
+        out[DEAD_LETTER_DESCRIPTION] = clip_reason(description) or ""
     if attempt_rows is not None:
         if attempt_rows:
             out[DELIVERY_ATTEMPTS] = attempts_property_rows(attempt_rows)

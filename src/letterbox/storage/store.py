@@ -13,10 +13,9 @@
 #   * Dirty cursors are serialized once per loop iteration and written in the writer's next
 #     transaction; while a cursor's background write is in flight, its next one waits for
 #     that commit (barrier() and close() write every dirty cursor at once).
-#
-#   * Storage faults (disk full, I/O error, read-only) are survivable: the failed writes fail
-#     their callers, the store turns degraded (health.py) and retries with backoff; the first
-#     commit that succeeds makes it healthy again. Nothing is fenced for good by a fault.
+#   * Storage faults (disk full, I/O error, read-only) are survivable: failed writes fail their callers,
+#     the store turns degraded (health.py) and retries with backoff; the first commit that succeeds
+#     makes it healthy again. Nothing is fenced for good by a fault; close() then logs one warning.
 #
 # Multi-op atomic transactions (e.g. a dead-letter move: append to ledger A and ack in cursor B
 # atomically) are composed with the public Transaction (transaction.py): store.transaction().
@@ -121,7 +120,11 @@ class Store:
             self._retry = None
         for led in self._ledgers.values():
             led._close("closed")
-        await self._submit_unchecked([], None)  # barrier: everything queued before is durable
+        try:
+            await self._submit_unchecked([], None)  # barrier: everything queued before is durable
+        except StorageFault as exc:  # one line, no traceback
+            log.warning("stopping while storage writes fail (%s): the last cursor states were not written; what "
+                        "was receipted or committed is on disk, later acks are redelivered after a restart", exc)
         await self._writer.stop()
         self._writer = None
         if self._reader is not None:
@@ -362,8 +365,7 @@ class Store:
         return int(row[0])
 
     def publish_time_range(self, ledger_id: int, first: int, last: int) -> tuple[int, int] | None:
-        """The smallest and largest publish times of the stored entries first..last
-        (None: none stored)."""
+        """The smallest and largest publish times of the stored entries first..last (None: none)."""
         if self._reader is None:
             raise StoreClosedError("store is not open")
         row = self._reader.execute(

@@ -21,6 +21,7 @@ from letterbox.broker.connection import (
     handlers_consumer_queries,
     handlers_producer,
     handlers_topic,
+    text_door,
 )
 from letterbox.broker.connection.handlers_producer import handle_sends
 from letterbox.broker.connection.send_batch import submit as submit_sends
@@ -84,6 +85,8 @@ def dispatch(cnx: ServerCnx, frame: Frame) -> None:
     """Hand one frame to its handler; its error becomes the reply."""
     if cnx.refusal is not None:
         handlers_auth.refuse_request(cnx, frame.command)
+        return
+    if text_door.refused(cnx, frame):  # a string field that is not UTF-8
         return
     handler = _HANDLERS.get(frame.type)
     try:

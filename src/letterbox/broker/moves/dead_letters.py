@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, topic_role
 from letterbox.message_properties import (
@@ -43,6 +43,7 @@ from letterbox.protocol.compression import (
     decompress,
 )
 from letterbox.protocol.message_check import needs_expanding, opaque
+from letterbox.protocol.text_fields import as_text
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.move_ends import MoveCursor, MovedSubscription, MovedTopic
@@ -73,6 +74,10 @@ class DeadLetter:
     schema_version: bytes | None = None
     # why the stored message could not be opened (payload is then the stored bytes)
     error: str | None = None
+    # a key or properties that are not UTF-8, as stored; `key` and `properties` have them
+    # as text with \xNN escapes (views, filters), a redrive writes these bytes back
+    raw_key: bytes | None = None
+    raw_properties: tuple[tuple[str | bytes, str | bytes], ...] = ()
 
     @property
     def reason(self) -> str:
@@ -145,9 +150,9 @@ def _open_entry(entry: Entry, partition: int, skip: frozenset[int], limit: int,
         return [DeadLetter(
             entry_id=pos.entry_id, batch_index=-1, batch_size=0,
             message_id=origin_message_id(pos.ledger_id, pos.entry_id, partition, -1),
-            properties={kv.key: kv.value for kv in meta.properties},
+            **_properties(meta.properties),
             publish_time=meta.publish_time, event_time=meta.event_time, payload=payload,
-            key=meta.partition_key if meta.HasField("partition_key") else None,
+            **_key(meta.partition_key if meta.HasField("partition_key") else None),
             key_b64=meta.partition_key_b64_encoded,
             ordering_key=meta.ordering_key if meta.HasField("ordering_key") else None,
             null_value=meta.null_value, schema_version=schema,
@@ -166,7 +171,7 @@ def _unreadable(entry: Entry, partition: int, meta: pb.MessageMetadata, stored: 
     return DeadLetter(
         entry_id=pos.entry_id, batch_index=-1, batch_size=0,
         message_id=origin_message_id(pos.ledger_id, pos.entry_id, partition, -1),
-        properties={kv.key: kv.value for kv in meta.properties},
+        **_properties(meta.properties),
         publish_time=meta.publish_time, event_time=meta.event_time, payload=stored,
         error=f"cannot open stored message: {error}",
     )
@@ -177,15 +182,32 @@ def _single(ledger_id: int, entry_id: int, partition: int, index: int, size: int
     return DeadLetter(
         entry_id=entry_id, batch_index=index, batch_size=size,
         message_id=origin_message_id(ledger_id, entry_id, partition, index),
-        properties={kv.key: kv.value for kv in single.properties},
+        **_properties(single.properties),
         publish_time=meta.publish_time,
         event_time=single.event_time if single.HasField("event_time") else meta.event_time,
         payload=body,
-        key=single.partition_key if single.HasField("partition_key") else None,
+        **_key(single.partition_key if single.HasField("partition_key") else None),
         key_b64=single.partition_key_b64_encoded,
         ordering_key=single.ordering_key if single.HasField("ordering_key") else None,
         null_value=single.null_value, schema_version=schema,
     )
+
+
+def _properties(pairs: Iterable[pb.KeyValue]) -> dict[str, Any]:
+    """DeadLetter's properties (text) and raw_properties (the pairs that are not UTF-8)."""
+    text: dict[str, str] = {}
+    raw: list[tuple[str | bytes, str | bytes]] = []
+    for kv in pairs:
+        key, value = kv.key, kv.value
+        if isinstance(key, bytes) or isinstance(value, bytes):
+            raw.append((key, value))
+        text[as_text(key)] = as_text(value)
+    return {"properties": text, "raw_properties": tuple(raw)}
+
+
+def _key(key: str | bytes | None) -> dict[str, Any]:
+    """DeadLetter's key (text) and raw_key (the bytes of a key that is not UTF-8)."""
+    return {"key": None if key is None else as_text(key), "raw_key": key if isinstance(key, bytes) else None}
 
 
 def live_dead_letters(topic: MovedTopic, start_entry: int = 0) -> Iterator[DeadLetter]:

@@ -76,15 +76,9 @@ def build_moved_entry(
         meta.deliver_at_time = deliver_at
 
     def stamp(props: RepeatedCompositeFieldContainer[pb.KeyValue], batch_index: int) -> None:
-        kv = {p.key: p.value for p in props}
-        kv.setdefault(ORIGIN_MESSAGE_ID, origin_message_id(ledger_id, entry_id, partition, batch_index))
-        kv.setdefault(ORIGIN_PUBLISH_TIME, str(original_publish))
-        for k, v in (keep_if_present or {}).items():
-            kv.setdefault(k, v)
-        kv.update(extra)
-        del props[:]
-        for k, v in kv.items():
-            props.add(key=k, value=v)
+        defaults = {ORIGIN_MESSAGE_ID: origin_message_id(ledger_id, entry_id, partition, batch_index),
+                    ORIGIN_PUBLISH_TIME: str(original_publish), **(keep_if_present or {})}
+        _stamp(props, defaults, extra)
 
     if not meta.HasField("num_messages_in_batch"):
         stamp(meta.properties, -1)
@@ -126,13 +120,8 @@ def build_raw_moved_entry(
         parsed = parse_headers_and_payload(data)
         meta = pb.MessageMetadata()
         meta.CopyFrom(parsed.metadata)
-        kv = {p.key: p.value for p in meta.properties}
-        kv.setdefault(ORIGIN_MESSAGE_ID, origin_message_id(ledger_id, entry_id, partition, -1))
-        kv.setdefault(ORIGIN_PUBLISH_TIME, str(meta.publish_time))
-        kv.update(extra)
-        del meta.properties[:]
-        for k, v in kv.items():
-            meta.properties.add(key=k, value=v)
+        _stamp(meta.properties, {ORIGIN_MESSAGE_ID: origin_message_id(ledger_id, entry_id, partition, -1),
+                                 ORIGIN_PUBLISH_TIME: str(meta.publish_time)}, extra)
         meta.producer_name = producer_name
         meta.sequence_id = sequence_id
         meta.publish_time = publish_time
@@ -141,3 +130,19 @@ def build_raw_moved_entry(
         return build_headers_and_payload(meta, bytes(parsed.payload))
     except Exception:
         return data
+
+
+def _stamp(props: RepeatedCompositeFieldContainer[pb.KeyValue], defaults: Mapping[str, str],
+           extra: Mapping[str, str]) -> None:
+    """Add `defaults` where the message has no such key and set `extra`, in place: the
+    message's other properties stay as they were sent, byte for byte (a key or value
+    that is not UTF-8 reads as bytes and cannot be written back through the API)."""
+    at = {p.key: p for p in props}
+    for k, v in defaults.items():
+        if k not in at and k not in extra:
+            at[k] = props.add(key=k, value=v)
+    for k, v in extra.items():
+        if k in at:
+            at[k].value = v
+        else:
+            at[k] = props.add(key=k, value=v)

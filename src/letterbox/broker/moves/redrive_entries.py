@@ -11,14 +11,19 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from letterbox.broker.moves.dead_letters import handled_subscription
 from letterbox.errors import NotAllowed
-from letterbox.failure import redriven_properties
+from letterbox.failure import REDRIVE_REMOVES, redriven_properties
 from letterbox.protocol import build_headers_and_payload, pb
+from letterbox.protocol.text_fields import as_text, raw_key_value, raw_string_field
 from letterbox.storage.managed_cursor import ManagedCursor
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.dead_letters import DeadLetter
     from letterbox.broker.moves.move_ends import MovedTopic
     from letterbox.broker.moves.move_transaction import MoveTransaction
+
+
+_PROPERTIES = pb.MessageMetadata.DESCRIPTOR.fields_by_name["properties"].number
+_PARTITION_KEY = pb.MessageMetadata.DESCRIPTOR.fields_by_name["partition_key"].number
 
 
 class Position(Protocol):
@@ -55,9 +60,19 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
                    schema: Callable[[bytes], bytes | None] | None = None) -> bytes:
     """`schema`: the target's schema version for the DLQ's (a SchemaCarry); None keeps it."""
     meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
+    raw = b""  # a key or properties that are not UTF-8, appended as they were stored
+    escaped = {as_text(k) for k, _ in dl.raw_properties}
     for k, v in redriven_properties(dl.properties).items():
-        meta.properties.add(key=k, value=v)
-    if dl.key is not None:
+        if k not in escaped:
+            meta.properties.add(key=k, value=v)
+    for raw_k, raw_v in dl.raw_properties:
+        if as_text(raw_k) not in REDRIVE_REMOVES:  # (stamps are text: a raw pair is the user's)
+            raw += raw_key_value(_PROPERTIES, raw_k, raw_v)
+    if dl.raw_key is not None:
+        raw += raw_string_field(_PARTITION_KEY, dl.raw_key)
+        if dl.key_b64:
+            meta.partition_key_b64_encoded = True
+    elif dl.key is not None:
         meta.partition_key = dl.key
         if dl.key_b64:
             meta.partition_key_b64_encoded = True
@@ -72,7 +87,7 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
         version = schema(version)
     if version is not None:
         meta.schema_version = version
-    return build_headers_and_payload(meta, dl.payload)
+    return build_headers_and_payload(meta.SerializeToString() + raw if raw else meta, dl.payload)
 
 
 def mark_handled(move: MoveTransaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:

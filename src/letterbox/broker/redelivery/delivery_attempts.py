@@ -29,6 +29,7 @@ from letterbox.failure.attempts import (
     EXPIRED,
     TERMINATED,
     Attempt,
+    clip_name,
     clip_reason,
     ending_for,
     last_reason,
@@ -66,7 +67,7 @@ class DeliveryAttempts:
         times = cursor.deliveries.times
         limit = sub.topic.service.config.attempt_log_size
         announces = consumer is not None and consumer.metadata.get(ANNOUNCES_FAILURES) == "true"
-        name, address = (consumer.name, consumer.cnx.remote) if consumer is not None else (None, None)
+        name, address = (clip_name(consumer.name), consumer.cnx.remote) if consumer is not None else (None, None)
         now = sub.topic.service.clock.now_ms()
         announced = self._announced
         # On Exclusive/Failover the official clients turn a nack into "redeliver all":
@@ -131,6 +132,6 @@ class DeliveryAttempts:
             return attempts
         holder = self.holder(entry_id)
         delivered = self.sub.cursor.deliveries.delivery_times(entry_id)[1] if holder is not None else 0
-        attempts.append(Attempt(delivered, now, holder.name if holder else None,
+        attempts.append(Attempt(delivered, now, clip_name(holder.name) if holder else None,
                                 holder.cnx.remote if holder else None, ending, clip_reason(description)))
         return attempts[-self.sub.topic.service.config.attempt_log_size:]

@@ -138,6 +138,8 @@ class KeyQuarantine:
                 key = "ordering:" + meta.ordering_key.hex()
             elif meta.HasField("partition_key"):
                 key = meta.partition_key
+                if isinstance(key, bytes):  # not UTF-8: kept as text in the cursor's properties
+                    key = "bytes:" + key.hex()
             else:
                 key = None
         if len(self._keys) >= MAX_KEY_CACHE:

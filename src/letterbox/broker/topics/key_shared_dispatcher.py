@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker.topics.dispatcher import Dispatcher
 from letterbox.broker.topics.key_shared import HashRangeSelector, sticky_key_hash
 from letterbox.protocol import parse_entry_metadata
+from letterbox.protocol.text_fields import as_key_bytes
 
 if TYPE_CHECKING:
     from letterbox.broker.topics.consumer import Consumer
@@ -60,7 +61,7 @@ class KeySharedDispatcher(Dispatcher):
             if meta.HasField("ordering_key"):
                 key = meta.ordering_key
             elif meta.HasField("partition_key"):
-                key = meta.partition_key.encode()
+                key = as_key_bytes(meta.partition_key)  # the bytes sent, UTF-8 or not
             else:
                 key = b""
             h = sticky_key_hash(key)
