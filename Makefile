@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers clean browser \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -50,6 +50,15 @@ dist: $(STAMP)
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 	$(BIN)/twine check --strict dist/*
+
+# The wheel in a fresh virtualenv without extras: standalone, the README example, the console, and
+# the installed size (tests/wheel_check.py). Needs the network for the dependencies.
+DIST_CHECK_VENV ?= /tmp/letterbox-dist-check
+dist-check: dist
+	rm -rf $(DIST_CHECK_VENV)
+	$(PYTHON) -m venv $(DIST_CHECK_VENV)
+	$(DIST_CHECK_VENV)/bin/pip install -q dist/letterbox_broker-*.whl
+	cd /tmp && $(DIST_CHECK_VENV)/bin/python $(abspath tests/wheel_check.py)
 
 lint: $(CODECS_STAMP)
 	$(BIN)/ruff check src tests benchmarks conformance
