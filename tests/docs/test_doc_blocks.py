@@ -114,6 +114,8 @@ def test_doc_runs_as_written(doc: str, tmp_path: Path) -> None:
     with Broker() as broker:
         ports = {"6650": str(broker.port), "8080": str(broker.admin_port)}
         env.update(LETTERBOX_SERVICE_URL=broker.url, LETTERBOX_ADMIN_URL=broker.admin_url, A=broker.admin_url)
+        (tmp_path / ".curlrc").write_text("fail-with-body\n")  # an HTTP error status fails the block
+        env["CURL_HOME"] = str(tmp_path)
         session = DocSession(tmp_path, env)
         try:
             for block in todo:
