@@ -19,10 +19,12 @@ from letterbox.testing import Broker
 from tests.docs.doc_blocks import Block, blocks, docs
 
 RUN_HERE = ("README.md", "docs/retry-and-terminate.md", "docs/failure-handling.md", "docs/admin.md")
-# docs whose runnable blocks another test runs, and which of them
+# docs whose runnable blocks another test runs: all of them, or those between the
+# `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of the region named
 RUN_ELSEWHERE = {
-    "docs/security.md": "tests/security/test_docs_walkthrough.py (the blocks between the walkthrough markers)",
-    "docs/testing.md": "tests/docs/test_testing_doc.py",
+    "docs/testing.md": ("tests/docs/test_testing_doc.py", None),
+    "docs/security.md": ("tests/security/test_docs_walkthrough.py", "walkthrough"),
+    "docs/spark.md": ("tests/spark/test_cluster_docs.py", "cluster"),
 }
 
 ANSWER = "@@doc-block@@ "
@@ -55,11 +57,14 @@ for line in sys.stdin:
 
 
 def _covered_elsewhere(block: Block) -> bool:
-    if block.doc == "docs/security.md":
-        text = (Path(__file__).resolve().parents[2] / block.doc).read_text()
-        start, end = text.index("<!-- walkthrough:start -->"), text.index("<!-- walkthrough:end -->")
-        return text[:start].count("\n") < block.line < text[:end].count("\n") + 1
-    return block.doc in RUN_ELSEWHERE
+    if block.doc not in RUN_ELSEWHERE:
+        return False
+    region = RUN_ELSEWHERE[block.doc][1]
+    if region is None:
+        return True
+    text = (Path(__file__).resolve().parents[2] / block.doc).read_text()
+    start, end = text.index(f"<!-- {region}:start -->"), text.index(f"<!-- {region}:end -->")
+    return text[:start].count("\n") < block.line < text[:end].count("\n") + 1
 
 
 def test_every_runnable_block_is_run_by_a_test() -> None:
