@@ -47,7 +47,7 @@ run: $(RUN_VENV)/.installed
 # An sdist and a wheel in dist/ (the wheel compiles the codecs when a C compiler and the Python
 # headers are there; without them it carries the pure-Python references), checked by twine.
 dist: $(STAMP)
-	rm -rf dist
+	rm -rf dist build  # no stale build/lib files in the wheel
 	$(BIN)/python -m build --outdir dist .
 	$(BIN)/twine check --strict dist/*
 
