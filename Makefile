@@ -4,10 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= data
+PORT ?= 6650
+ADMIN_PORT ?= 8080
+# `make run` uses a virtualenv of its own with only what running the broker needs
+RUN_VENV := .venv-run
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: codecs run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser \
+# The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -15,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip 'setuptools>=77,<90'
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 # The compiled codecs (setup.py) rebuilt in place whenever their C sources change.
@@ -27,8 +32,33 @@ $(CODECS_STAMP): $(STAMP) setup.py $(CODECS)
 
 codecs: $(CODECS_STAMP)
 
-run: $(CODECS_STAMP)
-	$(BIN)/letterbox standalone --data-dir $(DATA_DIR)
+# `make run`: the package and its runtime dependencies only (no extras), reinstalled when a source
+# file changes; PORT=0 / ADMIN_PORT=0 pick free ports.
+SOURCES := $(shell find src/letterbox -name '*.py' -o -name '*.[ch]' -o -name '*.proto' -o -path '*/static/*' -type f) setup.py
+$(RUN_VENV)/.installed: pyproject.toml $(SOURCES)
+	test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/pip install -q --upgrade pip
+	$(RUN_VENV)/bin/pip install -q .
+	touch $@
+
+run: $(RUN_VENV)/.installed
+	$(RUN_VENV)/bin/letterbox standalone --data-dir $(DATA_DIR) --port $(PORT) --admin-port $(ADMIN_PORT)
+
+# An sdist and a wheel in dist/ (the wheel compiles the codecs when a C compiler and the Python
+# headers are there; without them it carries the pure-Python references), checked by twine.
+dist: $(STAMP)
+	rm -rf dist build/lib* build/temp* build/bdist*  # no stale build files in the wheel (build/conformance stays)
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+# The wheel in a fresh virtualenv without extras: standalone, the README example, the console, and
+# the installed size (tests/wheel_check.py). Needs the network for the dependencies.
+DIST_CHECK_VENV ?= /tmp/letterbox-dist-check
+dist-check: dist
+	rm -rf $(DIST_CHECK_VENV)
+	$(PYTHON) -m venv $(DIST_CHECK_VENV)
+	$(DIST_CHECK_VENV)/bin/pip install -q dist/letterbox_broker-*.whl
+	cd /tmp && $(DIST_CHECK_VENV)/bin/python $(abspath tests/wheel_check.py)
 
 lint: $(CODECS_STAMP)
 	$(BIN)/ruff check src tests benchmarks conformance
@@ -109,7 +139,7 @@ conformance: $(CODECS_STAMP) pulsar-fetch conformance-java conformance-go
 
 # Regenerate the protobuf module from our schema (needs the dev extras).
 proto:
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[proto]'
 	cd src && PATH=$(abspath $(BIN)):$$PATH ../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --mypy_out=. letterbox/protocol/pulsar_api.proto
 
 # letterbox side by side with NATS JetStream (installs nats-server with apt-get as root, and nats-py)
@@ -121,4 +151,4 @@ bench-capacity: $(CODECS_STAMP) pulsar-fetch
 	$(BIN)/python benchmarks/capacity.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info src/letterbox/protocol/*.so
+	rm -rf $(VENV) $(RUN_VENV) build dist *.egg-info src/*.egg-info src/letterbox/protocol/*.so

@@ -25,7 +25,7 @@ def missing_reason() -> str | None:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        return "selenium is not installed: pip install -e '.[test]'"
+        return "selenium is not installed: pip install -e '.[dev]'"
     return None
 
 

@@ -17,7 +17,7 @@ from letterbox.storage.data_dir_lock import DataDirLock
 
 
 @click.group()
-@click.version_option(package_name="letterbox")
+@click.version_option(package_name="letterbox-broker")
 def main() -> None:
     """letterbox: a Pulsar-protocol message broker built around failure handling."""
 

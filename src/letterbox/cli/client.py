@@ -27,8 +27,8 @@ from letterbox.cli.output import (
     properties_text,
 )
 from letterbox.cli.params import KEY_VALUE, TOPIC
+from letterbox.default_urls import DEFAULT_SERVICE_URL, SERVICE_URL_ENV
 
-DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
 CONSUMER_TYPES = {"exclusive": "Exclusive", "shared": "Shared", "failover": "Failover", "key_shared": "KeyShared"}
 RECEIVE_POLL_MS = 500
 
@@ -40,7 +40,7 @@ def _service_url_option(f: Any) -> Any:
                      show_default=True, help="Seconds to wait for the broker before giving up.")(f)
     f = click.option("--output", "-o", type=OUTPUT_CHOICE, default="human", show_default=True,
                      help="human or json.")(f)
-    f = click.option("--service-url", "-u", envvar="LETTERBOX_SERVICE_URL", default=DEFAULT_SERVICE_URL,
+    f = click.option("--service-url", "-u", envvar=SERVICE_URL_ENV, default=DEFAULT_SERVICE_URL,
                      show_default=True,
                      help="Broker URL, pulsar://HOST:PORT or http://HOST:ADMINPORT (env LETTERBOX_SERVICE_URL).")(f)
     return f

@@ -15,7 +15,8 @@
 # .../letterbox/redriveTasks). Interrupting it (Ctrl-C) cancels the redrive on the
 # broker and leaves the DLQ consistent; running it again carries on (nothing is
 # moved twice). `redrive-cancel` stops a redrive started elsewhere. Purge asks for confirmation
-# unless --yes.
+# unless --yes. A --reason that is not one of DEAD_LETTER_REASONS is a usage error; what else is
+# refused before anything changes is in dlq_guards.py.
 from __future__ import annotations
 
 import contextlib
@@ -28,6 +29,7 @@ from typing import Any
 import click
 
 from letterbox.auth_flags import current_auth
+from letterbox.cli.dlq_guards import confirm_purge, require_dead_letter_topic
 from letterbox.cli.http import (
     HTTP_TIMEOUT,
     AdminClient,
@@ -45,6 +47,7 @@ from letterbox.cli.params import (
     parse_time_ms,
     topic_path,
 )
+from letterbox.message_properties import DEAD_LETTER_REASONS
 from letterbox.topic_name import TopicName
 
 CHUNK = 200  # a redrive of more messages than this shows a progress bar
@@ -68,8 +71,8 @@ def dlq(ctx: click.Context, admin_url: str, output: str) -> None:
 
 
 _FILTER_OPTIONS = [
-    click.option("--reason", "-r", help="Only messages dead-lettered for this reason "
-                 "(max-redeliveries, terminated, expired)."),
+    click.option("--reason", "-r", type=click.Choice(DEAD_LETTER_REASONS),
+                 help="Only messages dead-lettered for this reason."),
     click.option("--property", "-p", "properties", type=KEY_VALUE, multiple=True,
                  help="Only messages with this property (key=value); repeat to require several."),
     click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
@@ -137,7 +140,7 @@ def dlq_list(a: AdminContext, namespace: str) -> None:
 @admin_command(dlq, "peek", "dlq_topic", TOPIC)
 @click.option("--count", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many dead letters to show (oldest first).")
-@click.option("--reason", "-r", help="Only dead letters with this reason.")
+@click.option("--reason", "-r", type=click.Choice(DEAD_LETTER_REASONS), help="Only dead letters with this reason.")
 def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | None) -> None:
     """Show dead letters: id, key, why and when they failed, properties and payload."""
     query = {"limit": str(count)}
@@ -207,6 +210,7 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
         raise click.BadParameter("--subscription-only goes back to each message's own topic and "
                                  "subscription: leave out --to", param_hint="'--to'")
     body = _filters(reason, properties, since, until, key)
+    require_dead_letter_topic(a, dlq_topic)
     if target is not None:
         body["target"] = str(target)
     if subscription_only:
@@ -346,6 +350,7 @@ def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, propert
               since: str | None, until: str | None, key: str | None, dry_run: bool, yes: bool) -> None:
     """Delete dead letters for good (all, or those matching the filters)."""
     body = _filters(reason, properties, since, until, key)
+    require_dead_letter_topic(a, dlq_topic)
     path = topic_path(dlq_topic) + "/letterbox/purge"
     if dry_run or not yes:
         probe = a.client.post_json(path, {**body, "dryRun": True}) or {}
@@ -358,8 +363,7 @@ def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, propert
             a.report(f"Nothing to purge: no messages{_describe(body)} in {dlq_topic}",
                      {"purged": 0, "dryRun": False})
             return
-        click.confirm(f"Permanently delete {count} messages{_describe(body)} from {dlq_topic}?",
-                      abort=True, err=True)
+        confirm_purge(f"Permanently delete {count} messages{_describe(body)} from {dlq_topic}?")
     res = a.client.post_json(path, {**body, "dryRun": False}) or {}
     purged = int(res.get("purged") or 0)
     a.report(f"Purged {purged} messages{_describe(body)} from {dlq_topic}", {"purged": purged, "dryRun": False})

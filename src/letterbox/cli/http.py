@@ -24,8 +24,8 @@ import click
 from letterbox.auth_flags import auth_options
 from letterbox.auth_options import AuthOptions
 from letterbox.cli.output import OUTPUT_CHOICE, echo_json
+from letterbox.default_urls import ADMIN_URL_ENV, DEFAULT_ADMIN_URL
 
-DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
 HTTP_TIMEOUT = 30.0
 
 
@@ -210,7 +210,7 @@ def admin_group_options(f: Any) -> Any:
         help="human: tables and `key: value` lines; json: machine-readable JSON.",
     )(f)
     f = click.option(
-        "--admin-url", envvar="LETTERBOX_ADMIN_URL", default=DEFAULT_ADMIN_URL, show_default=True,
+        "--admin-url", envvar=ADMIN_URL_ENV, default=DEFAULT_ADMIN_URL, show_default=True,
         callback=_check_admin_url,
         help="Admin API base URL (env LETTERBOX_ADMIN_URL).",
     )(f)

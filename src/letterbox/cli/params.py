@@ -9,6 +9,10 @@
 #   2024-05-01T10:00:00Z  an ISO 8601 date-time (local time when no zone)
 # Durations (expire-messages, set-message-ttl, set-retention --time) are a
 # bare number of seconds or a number with one of the units above.
+# Refused: a command line that cannot be meant (a filter that matches nothing by
+# construction, an action on the wrong kind of topic, a confirmation nobody can
+# give): one `Error: ...` line naming the fix, exit status 2, nothing sent that
+# changes anything.
 from __future__ import annotations
 
 import re
@@ -31,6 +35,12 @@ TIME_HELP = "10m, 1h, 3d (that long ago), epoch milliseconds, or an ISO date-tim
 # Pulsar's MessageId.earliest / MessageId.latest as (ledgerId, entryId).
 EARLIEST = (-1, -1)
 LATEST = (2**63 - 1, 2**63 - 1)
+
+
+class Refused(click.ClickException):
+    """A command line that cannot be meant: one line naming the fix, exit status 2."""
+
+    exit_code = 2
 
 
 class TopicParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click

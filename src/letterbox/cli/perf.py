@@ -25,7 +25,8 @@ import click
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions
-from letterbox.cli.client import DEFAULT_SERVICE_URL, _connect_failure
+from letterbox.cli.client import _connect_failure
+from letterbox.default_urls import DEFAULT_SERVICE_URL, SERVICE_URL_ENV
 
 
 @dataclass
@@ -236,7 +237,7 @@ def _connection_options(f: Callable[..., None]) -> Callable[..., None]:
     f = click.option("--verbose", "-v", is_flag=True, help="Show the pulsar client's own log.")(f)
     f = click.option("--timeout-connect", "connect_timeout", type=click.FloatRange(min=0.1), default=5.0,
                      show_default=True, help="Seconds to wait for the broker before giving up.")(f)
-    f = click.option("--service-url", "-u", "--url", "url", envvar="LETTERBOX_SERVICE_URL",
+    f = click.option("--service-url", "-u", "--url", "url", envvar=SERVICE_URL_ENV,
                      default=DEFAULT_SERVICE_URL, show_default=True,
                      help="Broker URL, pulsar://HOST:PORT or http://HOST:ADMINPORT (env LETTERBOX_SERVICE_URL).")(f)
     f = click.option("--live/--no-live", default=None,

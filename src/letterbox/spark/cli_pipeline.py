@@ -24,6 +24,16 @@ from typing import Any
 import click
 
 from letterbox.auth_flags import auth_options, current_auth
+from letterbox.default_urls import (
+    ADMIN_URL_ENV,
+    DEFAULT_ADMIN_URL,
+    DEFAULT_SERVICE_URL,
+    SERVICE_URL_ENV,
+)
+
+# --service-url of every pipeline command: the same default and environment variable as the rest
+service_url_option = click.option("--service-url", envvar=SERVICE_URL_ENV, default=DEFAULT_SERVICE_URL,
+                                  show_default=True, help="The broker (env LETTERBOX_SERVICE_URL).")
 
 
 @click.group()
@@ -75,7 +85,7 @@ def _conf_pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--topic", required=True, help="Source topic.")
 @click.option("--subscription", required=True, help="Name of the pipeline's durable subscription.")
 @click.option("--sink", required=True, help="Directory for the Parquet output (one batch_id=N folder per micro-batch).")
-@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@service_url_option
 @click.option("--checkpoint", help="Spark checkpoint directory [<sink>/../<subscription>-checkpoint].")
 @click.option("--master", default="local[*]", show_default=True,
               help="local[N], a standalone cluster's spark://HOST:7077 or a Spark Connect server's sc://HOST:15002.")
@@ -265,7 +275,7 @@ def _progress_key(progress: Any) -> tuple[Any, ...]:
 @pipeline.command("dlq-report")
 @click.argument("dlq_topic")
 @click.option("--out", "out_dir", default="dlq-report", show_default=True, help="Directory for dlq-report.txt and .png.")
-@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@service_url_option
 @click.option("--master", default="local[*]", show_default=True)
 @auth_options
 def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: str) -> None:
@@ -287,11 +297,12 @@ def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: s
 @click.option("--where", help="Spark SQL filter over the source schema, e.g. \"properties['DEAD_LETTER_REASON'] = 'terminated'\".")
 @click.option("--target", help="Publish to this topic instead of each message's REAL_TOPIC.")
 @click.option("--run-name", default="redrive", show_default=True, help="Runs with the same name, filter and target republish nothing twice.")
-@click.option("--service-url", default="pulsar://localhost:6650", show_default=True)
+@service_url_option
 @click.option("--master", default="local[*]", show_default=True)
 @click.option("--subscription-only", is_flag=True, help="Put each selected message back into the subscription it died in only "
               "(Spark selects, the broker at --admin-url moves: atomic, other subscriptions do not see it).")
-@click.option("--admin-url", default="http://localhost:8080", show_default=True, help="The broker's admin API (--subscription-only).")
+@click.option("--admin-url", envvar=ADMIN_URL_ENV, default=DEFAULT_ADMIN_URL, show_default=True,
+              help="The broker's admin API (--subscription-only; env LETTERBOX_ADMIN_URL).")
 @auth_options
 def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str,
                     subscription_only: bool, admin_url: str) -> None:
