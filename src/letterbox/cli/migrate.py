@@ -13,9 +13,13 @@ import click
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions, AuthOptionsError
-from letterbox.cli.http import DEFAULT_ADMIN_URL, AdminClient
-
-DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
+from letterbox.cli.http import AdminClient
+from letterbox.default_urls import (
+    ADMIN_URL_ENV,
+    DEFAULT_ADMIN_URL,
+    DEFAULT_SERVICE_URL,
+    SERVICE_URL_ENV,
+)
 
 
 def _client(url: str, auth: AuthOptions) -> Any:
@@ -31,10 +35,10 @@ def _client(url: str, auth: AuthOptions) -> Any:
 
 
 @click.command()
-@click.option("--service-url", default=lambda: os.environ.get("LETTERBOX_SERVICE_URL", DEFAULT_SERVICE_URL),
-              show_default="pulsar://127.0.0.1:6650 or env LETTERBOX_SERVICE_URL", help="The letterbox broker to copy from.")
-@click.option("--admin-url", default=lambda: os.environ.get("LETTERBOX_ADMIN_URL", DEFAULT_ADMIN_URL),
-              show_default="http://127.0.0.1:8080 or env LETTERBOX_ADMIN_URL", help="Its admin API.")
+@click.option("--service-url", envvar=SERVICE_URL_ENV, default=DEFAULT_SERVICE_URL, show_default=True,
+              help=f"The letterbox broker to copy from (env {SERVICE_URL_ENV}).")
+@click.option("--admin-url", envvar=ADMIN_URL_ENV, default=DEFAULT_ADMIN_URL, show_default=True,
+              help=f"Its admin API (env {ADMIN_URL_ENV}).")
 @click.option("--target-url", required=True, help="The Apache Pulsar service URL to copy to.")
 @click.option("--target-admin-url", required=True, help="The Apache Pulsar admin URL (web service).")
 @click.option("--target-auth-token", envvar="LETTERBOX_TARGET_AUTH_TOKEN", help="A token for the target (env LETTERBOX_TARGET_AUTH_TOKEN).")
