@@ -29,6 +29,19 @@ def _admin(url: str, method: str, path: str, body: Any = None) -> None:
     urllib.request.urlopen(req, timeout=30).close()
 
 
+# namespace policies Pulsar has too, as set on the source (and read back from the target)
+POLICIES: dict[str, Any] = {
+    "messageTTL": 3600,
+    "backlogQuota": {"limitSize": 10_000_000, "limitTime": -1, "policy": "producer_request_hold"},
+    "schemaCompatibilityStrategy": "FORWARD",
+}
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)
+
+
 def _migrate(src: Target, dst: Target, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "letterbox", "migrate", "--service-url", src.service_url, "--admin-url",
            src.admin_url, "--target-url", dst.service_url, "--target-admin-url", dst.admin_url, *args]
@@ -40,6 +53,11 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
     """Topics with acked-out-of-order subscriptions on letterbox; what each subscription still owes."""
     _admin(lb.admin_url, "PUT", f"/admin/v2/tenants/{tenant}", {"adminRoles": [], "allowedClusters": ["standalone"]})
     _admin(lb.admin_url, "PUT", f"/admin/v2/namespaces/{tenant}/app")
+    for path, body in POLICIES.items():
+        _admin(lb.admin_url, "PUT" if path.endswith("Strategy") else "POST", f"/admin/v2/namespaces/{tenant}/app/{path}",
+               body)
+    _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/letterbox/deadLetterPolicy",
+           {"maxRedeliverCount": 3})
     plain, parted = f"persistent://{tenant}/app/orders", f"persistent://{tenant}/app/events"
     _admin(lb.admin_url, "PUT", f"/admin/v2/persistent/{tenant}/app/events/partitions", 3)
     rng = random.Random(7)
@@ -74,6 +92,12 @@ def test_migrate_copies_messages_and_subscription_positions(reference: Target, l
     first = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "verified: 4 topics, 8 subscriptions identical" in first.stdout
+    assert f"note: {tenant}/app: deadLetterPolicy" in first.stderr and "letterbox-only" in first.stderr
+    ns = f"{reference.admin_url}/admin/v2/namespaces/{tenant}/app"
+    assert _get(f"{ns}/messageTTL") == POLICIES["messageTTL"]
+    assert _get(f"{ns}/backlogQuotaMap")["destination_storage"]["limitSize"] == 10_000_000
+    assert _get(f"{ns}/schemaCompatibilityStrategy") == "FORWARD"
+    assert _get(f"{ns}/deduplication") is True
     again = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("(0 sent by this run)") == 4, again.stderr

@@ -75,7 +75,10 @@ def migrate(service_url: str, admin_url: str, target_url: str, target_admin_url:
         def told(topic: str, sent: int, total: int) -> None:
             click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)
 
-        for copied in m.migrate(plan, source_admin, target_admin, source, target, told):
+        def note(line: str) -> None:
+            click.echo(f"note: {line}", err=True)
+
+        for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note):
             click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
         if check:
             problems = m.verify(plan, source_admin, target_admin, source, target)

@@ -28,6 +28,7 @@ from letterbox.migrate.plan import (
     acked_through,
     read_plan,
 )
+from letterbox.migrate.policies import copy_policies
 from letterbox.migrate.positions import TargetAdmin, place
 
 __all__ = [
@@ -56,8 +57,10 @@ def _path(topic: str) -> str:
     return "/admin/v2/" + topic.replace("persistent://", "persistent/", 1)
 
 
-def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> None:
-    """Tenants, namespaces (deduplication on, retention as on the source) and topics on the target."""
+def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> list[str]:
+    """Tenants, namespaces with their policies (policies.py) and topics on the target; returns
+    the report of what letterbox-only policies become."""
+    report: list[str] = []
     clusters = target.get_json("/admin/v2/clusters")
     have_tenants = set(target.get_json("/admin/v2/tenants"))
     for tenant in plan.tenants:
@@ -67,10 +70,7 @@ def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> Non
         tenant = ns.name.split("/")[0]
         if ns.name not in set(target.get_json(f"/admin/v2/namespaces/{tenant}")):
             target.request("PUT", f"/admin/v2/namespaces/{ns.name}")
-        target.request("POST", f"/admin/v2/namespaces/{ns.name}/deduplication", True)
-        retention = source.get_json(f"/admin/v2/namespaces/{ns.name}/retention")
-        if retention:
-            target.request("POST", f"/admin/v2/namespaces/{ns.name}/retention", retention)
+        report.extend(copy_policies(source, target, ns.name))
         have_parts = set(target.get_json(f"/admin/v2/persistent/{ns.name}/partitioned"))
         for parent, n in ns.partitioned.items():
             if parent not in have_parts:
@@ -79,13 +79,18 @@ def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> Non
         for t in ns.topics:
             if t.name not in have and "-partition-" not in t.name:
                 target.request("PUT", _path(t.name))
+    return report
 
 
 def migrate(plan: MigrationPlan, source_admin: Any, target_admin: TargetAdmin, source: Any, target: Any,
-            progress: Callable[[str, int, int], None] | None = None) -> list[Copied]:
+            progress: Callable[[str, int, int], None] | None = None,
+            report: Callable[[str], None] | None = None) -> list[Copied]:
     """Carry out `plan`: `source`/`target` are official `pulsar.Client`s of the two brokers.
-    `progress(topic, sent, total)` is told as each topic's copy goes on."""
-    prepare_target(plan, source_admin, target_admin)
+    `progress(topic, sent, total)` is told as each topic's copy goes on; `report(line)` what
+    becomes of each letterbox-only policy."""
+    for line in prepare_target(plan, source_admin, target_admin):
+        if report is not None:
+            report(line)
     done = []
     for t in plan.topics:
         def told(sent: int, t: TopicPlan = t) -> None:
