@@ -116,16 +116,26 @@ class _Failures:
                                "run the migration again to resume")
 
 
-def checksum(client: Any, topic: str) -> tuple[int, str]:
-    """(messages, sha256 over each one's payload, key, ordering key, event time and the user's
-    properties, in order): the same on both sides when a copy is complete."""
+@dataclass(frozen=True)
+class Survey:
+    """One read of a topic: its message count, a sha256 over each message's payload, key,
+    ordering key, event time and user properties in order (the same on both sides when a copy is
+    complete), and each message's (ledger, entry, source id) for checking cursors against."""
+
+    count: int
+    digest: str
+    ids: tuple[tuple[int, int, str], ...]
+
+
+def survey(client: Any, topic: str) -> Survey:
     h = hashlib.sha256()
-    count = 0
+    ids = []
     for msg in read_all(client, topic):
-        count += 1
         props = sorted((k, v) for k, v in msg.properties().items() if k not in OWN_PROPERTIES)
         for part in (msg.data(), _bytes(msg.partition_key()), _bytes(msg.ordering_key()),
                      str(msg.event_timestamp()).encode(), repr(props).encode()):
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
-    return count, h.hexdigest()
+        mid = msg.message_id()
+        ids.append((mid.ledger_id(), mid.entry_id(), msg.properties().get(MIGRATED_MESSAGE_ID) or source_id(msg)))
+    return Survey(len(ids), h.hexdigest(), tuple(ids))
