@@ -14,6 +14,7 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
 - stamps.py     what a move adds and a redrive removes (one table)
 - attempts.py   Attempt and its endings (mapped from the events), the attempt log's rows,
                 DELIVERY_ATTEMPTS
+- circuit.py    outage detection: the circuit breaker's state machine (CircuitPolicy, Circuit)
 - consumer_properties.py  the `letterbox.*` consumer properties that set a policy
 - decide.py     decide(state, event, policy, now) -> Deliver | DeliverAt | DeadLetter
                 | Acknowledge | Refuse, for every event; decide_redeliveries(...) the same
@@ -25,6 +26,7 @@ How to check that no decision lives elsewhere (this should print nothing):
 
 tests/unit/test_failure_boundaries.py runs the same check.
 """
+from letterbox.failure.circuit import Circuit, CircuitPolicy, CircuitState, Transition
 from letterbox.failure.consumer_properties import (
     declares_policy,
     policy_from_consumer_properties,
@@ -76,6 +78,7 @@ from letterbox.failure.policies import (
     DeadLetterPolicy,
     DelayLevels,
     FailurePolicy,
+    Jitter,
     PolicyOrigin,
     RetryPolicy,
     explicit_delay_ms,
@@ -109,6 +112,9 @@ __all__ = [
     "AckTimeout",
     "Acknowledge",
     "Backoff",
+    "Circuit",
+    "CircuitPolicy",
+    "CircuitState",
     "ConsumerGone",
     "DeadLetter",
     "DeadLetterPolicy",
@@ -120,6 +126,7 @@ __all__ = [
     "Event",
     "Expired",
     "FailurePolicy",
+    "Jitter",
     "Nack",
     "Outcome",
     "PipelineFail",
@@ -133,6 +140,7 @@ __all__ = [
     "SubscriptionType",
     "Terminate",
     "TopicRole",
+    "Transition",
     "dead_letter_policy_for",
     "dead_letter_stamps",
     "dead_letter_target",

@@ -40,7 +40,11 @@ ACK_TIMEOUT = "ack-timeout"
 CONSUMER_GONE = "consumer-gone"
 TERMINATED = "terminated"
 EXPIRED = "expired"
-ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED)
+# the circuit breaker's rows (circuit.py): a trip (on the messages whose failures in the
+# window were given back) and the probe sent in half-open
+CIRCUIT_TRIP = "circuit-open"
+CIRCUIT_PROBE = "circuit-probe"
+ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED, CIRCUIT_TRIP, CIRCUIT_PROBE)
 # the endings a client announces before it performs them (a terminate's reason
 # travels with its move instead)
 ANNOUNCED_ENDINGS = (NACK,)

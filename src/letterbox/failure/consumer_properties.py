@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from letterbox.failure.circuit import CircuitPolicy
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, DEFAULT_BACKOFF_MULTIPLIER
 from letterbox.failure.policies import (
+    JITTER_VALUES,
     Backoff,
     DeadLetterPolicy,
     FailurePolicy,
+    Jitter,
     KeyFailure,
     PolicyOrigin,
 )
@@ -30,8 +33,18 @@ DLQ_INITIAL_SUBSCRIPTION = "letterbox.dlq.initial_subscription"
 ANNOUNCES_FAILURES = "letterbox.client.announces_failures"
 MARKERS = (ANNOUNCES_FAILURES,)
 DLQ_ON_KEY_FAILURE = "letterbox.dlq.on_key_failure"
-KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
-        DLQ_INITIAL_SUBSCRIPTION, DLQ_ON_KEY_FAILURE)
+BACKOFF_JITTER = "letterbox.backoff.jitter"
+# outage detection (circuit.py): on with CIRCUIT_ENABLED=true or any of the tuning keys
+CIRCUIT_ENABLED = "letterbox.circuit.enabled"
+CIRCUIT_KEYS = {  # key -> CircuitPolicy field
+    "letterbox.circuit.failure_percent": "failure_percent",
+    "letterbox.circuit.min_deliveries": "min_deliveries",
+    "letterbox.circuit.window_ms": "window_ms",
+    "letterbox.circuit.min_distinct": "min_distinct",
+    "letterbox.circuit.cooldown_ms": "cooldown_ms",
+}
+KEYS = (BACKOFF_MIN_MS, BACKOFF_MAX_MS, BACKOFF_MULTIPLIER, BACKOFF_JITTER, DLQ_MAX_REDELIVERIES, DLQ_TOPIC,
+        DLQ_INITIAL_SUBSCRIPTION, DLQ_ON_KEY_FAILURE, CIRCUIT_ENABLED, *CIRCUIT_KEYS)
 KEY_FAILURE_VALUES = tuple(k.value for k in KeyFailure)
 PREFIX = "letterbox."
 
@@ -59,9 +72,10 @@ def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
         low = _int(md, BACKOFF_MIN_MS, 1)
         high = _int(md, BACKOFF_MAX_MS, low) if BACKOFF_MAX_MS in md else max(low, DEFAULT_BACKOFF_MAX_DELAY_MS)
         mult = _float(md, BACKOFF_MULTIPLIER) if BACKOFF_MULTIPLIER in md else DEFAULT_BACKOFF_MULTIPLIER
-        backoff = Backoff(low, high, mult)
-    elif BACKOFF_MAX_MS in md or BACKOFF_MULTIPLIER in md:
-        raise PolicyError(f"{BACKOFF_MAX_MS} and {BACKOFF_MULTIPLIER} need {BACKOFF_MIN_MS} as well")
+        backoff = Backoff(low, high, mult, _jitter(md))
+    elif BACKOFF_MAX_MS in md or BACKOFF_MULTIPLIER in md or BACKOFF_JITTER in md:
+        raise PolicyError(f"{BACKOFF_MAX_MS}, {BACKOFF_MULTIPLIER} and {BACKOFF_JITTER} need {BACKOFF_MIN_MS} "
+                          "as well")
     dead_letter = None
     if DLQ_MAX_REDELIVERIES in md:
         dead_letter = DeadLetterPolicy(
@@ -76,7 +90,36 @@ def policy_from_consumer_properties(md: Mapping[str, str]) -> FailurePolicy:
         raise PolicyError(f"{DLQ_ON_KEY_FAILURE}={KeyFailure.PARK.value} needs {DLQ_MAX_REDELIVERIES} as well "
                           "(messages are parked in the dead letter topic)")
     return FailurePolicy(dead_letter=dead_letter, backoff=backoff, origin=PolicyOrigin.TOPIC,
-                         on_key_failure=on_key_failure)
+                         on_key_failure=on_key_failure, circuit=_circuit(md))
+
+
+def _jitter(md: Mapping[str, str]) -> Jitter:
+    value = md.get(BACKOFF_JITTER)
+    if value is None:
+        return Jitter.NONE
+    try:
+        return Jitter(value.strip().lower())
+    except ValueError:
+        raise PolicyError(f"consumer property {BACKOFF_JITTER} must be one of {', '.join(JITTER_VALUES)}, "
+                          f"got {value!r}") from None
+
+
+def _circuit(md: Mapping[str, str]) -> CircuitPolicy | None:
+    enabled = md.get(CIRCUIT_ENABLED)
+    if enabled is not None and enabled.strip().lower() not in ("true", "false"):
+        raise PolicyError(f"consumer property {CIRCUIT_ENABLED} must be true or false, got {enabled!r}")
+    tuned = {f: _int(md, key, 1) for key, f in CIRCUIT_KEYS.items() if key in md}
+    if enabled is not None and enabled.strip().lower() == "false":
+        if tuned:
+            raise PolicyError(f"{CIRCUIT_ENABLED}=false and {', '.join(sorted(k for k in CIRCUIT_KEYS if k in md))} "
+                              "contradict each other: remove one")
+        return None
+    if enabled is None and not tuned:
+        return None
+    try:
+        return CircuitPolicy(**tuned)
+    except PolicyError as exc:
+        raise PolicyError(f"consumer property letterbox.circuit.*: {exc}") from None
 
 
 def _key_failure(md: Mapping[str, str]) -> KeyFailure:
@@ -106,6 +149,8 @@ def consumer_properties_of(dead_letter: DeadLetterPolicy | None, backoff: Backof
         out[BACKOFF_MIN_MS] = str(backoff.min_delay_ms)
         out[BACKOFF_MAX_MS] = str(backoff.max_delay_ms)
         out[BACKOFF_MULTIPLIER] = repr(float(backoff.multiplier))
+        if backoff.jitter is not Jitter.NONE:
+            out[BACKOFF_JITTER] = backoff.jitter.value
     return out
 
 

@@ -1,7 +1,9 @@
 # The failure-handling policies, one type each:
 # - Backoff: Pulsar's MultiplierRedeliveryBackoff for nack / ack-timeout /
 #   crash redeliveries: delay(n) = min(max, min * multiplier ** n), n the
-#   redeliveries so far.
+#   redeliveries so far; with jitter `full` a random delay in [0, delay(n)],
+#   with `equal` one in [delay(n)/2, delay(n)] (spreads the retries of many
+#   messages that failed together).
 # - DeadLetterPolicy: the Java client's DeadLetterPolicy (max redeliveries,
 #   dead letter and retry topic names, the DLQ's initial subscription); the
 #   broker, the admin namespace policy and the RetryConsumer all use it.
@@ -18,10 +20,12 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from letterbox.failure.circuit import CircuitPolicy
 from letterbox.failure.durations import parse_duration_ms
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import (
@@ -41,13 +45,25 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+class Jitter(enum.Enum):
+    NONE = "none"
+    FULL = "full"  # uniform in [0, delay]
+    EQUAL = "equal"  # delay / 2 plus uniform in [0, delay / 2]
+
+
+JITTER_VALUES = tuple(j.value for j in Jitter)
+
+
 @dataclass(frozen=True)
 class Backoff:
-    """delay(n) = min(max, min * multiplier ** n) for a message redelivered n times so far."""
+    """delay(n) = min(max, min * multiplier ** n) for a message redelivered n times so far,
+    randomised by `jitter` (`rng`: the source of uniform numbers in [0, 1))."""
 
     min_delay_ms: int = DEFAULT_BACKOFF_MIN_DELAY_MS
     max_delay_ms: int = DEFAULT_BACKOFF_MAX_DELAY_MS
     multiplier: float = DEFAULT_BACKOFF_MULTIPLIER
+    jitter: Jitter = Jitter.NONE
+    rng: Callable[[], float] = field(default=random.random, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _is_int(self.min_delay_ms) or self.min_delay_ms < 1:
@@ -65,9 +81,14 @@ class Backoff:
 
     def delay_ms(self, redelivery_count: int) -> int:
         if redelivery_count <= 0:
-            return self.min_delay_ms
-        delay = self.min_delay_ms * self.multiplier ** min(redelivery_count, 64)
-        return int(min(delay, self.max_delay_ms))
+            delay = self.min_delay_ms
+        else:
+            delay = int(min(self.min_delay_ms * self.multiplier ** min(redelivery_count, 64), self.max_delay_ms))
+        if self.jitter is Jitter.FULL:
+            return int(delay * self.rng())
+        if self.jitter is Jitter.EQUAL:
+            return delay - int(delay / 2 * self.rng())
+        return delay
 
 
 @dataclass(frozen=True)
@@ -234,3 +255,4 @@ class FailurePolicy:
     retry: RetryPolicy | None = None
     origin: PolicyOrigin = PolicyOrigin.TOPIC
     on_key_failure: KeyFailure = KeyFailure.CONTINUE
+    circuit: CircuitPolicy | None = None  # outage detection (circuit.py); None: off

@@ -81,6 +81,28 @@ class DeliveryState:
         if not n:
             self._counted.setdefault(b, set()).add(entry_id)
 
+    def lower(self, entry_id: int, by: int) -> None:
+        """Take back `by` counted deliveries of the entry (not below 0): failures that an
+        outage caused (the circuit breaker, failure/circuit.py)."""
+        n = self.counts.get(entry_id, 0)
+        if not n or by <= 0:
+            return
+        self._fragment = None
+        b = entry_id >> _SHIFT
+        self._stale.add(b)
+        left = max(n - by, 0)
+        if left:
+            self.counts[entry_id] = left
+        else:
+            del self.counts[entry_id]
+            counted = self._counted.get(b)
+            if counted is not None:
+                counted.discard(entry_id)
+        per_index = self.index_counts.get(entry_id)
+        if per_index:
+            for i, c in per_index.items():
+                per_index[i] = min(c, left)
+
     def batch_acked(self, entry_id: int, indexes: Iterable[int]) -> None:
         """Batch messages were just acknowledged: they keep the count they have now."""
         n = self.counts.get(entry_id, 0)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
@@ -135,6 +135,16 @@ class ManagedCursor:
         for eid in entry_ids:
             if not self.is_acked(eid):
                 self.deliveries.increment(eid)
+                changed = True
+        if changed:
+            self._touch()
+
+    def lower_redelivery(self, counts: Mapping[int, int]) -> None:
+        """Take back counted deliveries: entry id -> how many (DeliveryState.lower)."""
+        changed = False
+        for eid, by in counts.items():
+            if not self.is_acked(eid):
+                self.deliveries.lower(eid, by)
                 changed = True
         if changed:
             self._touch()

@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING
 
 from letterbox import failure
 from letterbox.broker.moves.dead_letter_router import move_to_dead_letter
+from letterbox.broker.redelivery.circuit_breaker import CircuitBreaker
 from letterbox.broker.redelivery.delayed_index import DelayedDeliveryTracker
 from letterbox.broker.redelivery.delivery_attempts import DeliveryAttempts
 from letterbox.clock import Clock, Timer
+from letterbox.failure.circuit import REOPEN, Verdict
 from letterbox.failure.decide import DELAYS_HONOURED
 from letterbox.protocol import parse_entry_metadata
 from letterbox.storage.entry import UNREAD
@@ -49,6 +51,7 @@ class RedeliveryTracker:
         self._timer: Timer | None = None
         self._timer_at = 0
         self.log = DeliveryAttempts(sub)
+        self.circuit = CircuitBreaker(sub, self.clock)  # outage detection (circuit_breaker.py)
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -81,6 +84,11 @@ class RedeliveryTracker:
         self.msg_redelivered += len(entry_ids)
         cursor = self.sub.cursor
         count, times = cursor.redelivery_count, cursor.deliveries.delivery_times
+        verdict = self.circuit.failed(entry_ids)
+        if verdict is not None and not verdict.counted:
+            self.log.record(entry_ids, event, consumer)
+            self._not_counted(entry_ids, verdict, uncounted)
+            return
         outcomes = failure.decide_redeliveries(
             [count(e) for e in entry_ids], [times(e)[1] for e in entry_ids], self.shared_state(), event,
             self.sub.policy, self.now_ms())
@@ -92,6 +100,11 @@ class RedeliveryTracker:
         """The consumer holding `entry_id` (the oldest of its pending messages) went
         away. True when the message was taken for the dead letter topic; otherwise the
         caller queues it again with the consumer's other pending messages."""
+        verdict = self.circuit.failed([entry_id])
+        if verdict is not None and not verdict.counted:
+            self.log.record([entry_id], failure.ConsumerGone(seen=True), consumer)
+            self._not_counted([entry_id], verdict, None, park=False)
+            return False
         outcome = failure.decide(self.state(entry_id), failure.ConsumerGone(seen=True), self.sub.policy, self.now_ms())
         self.log.record([entry_id], failure.ConsumerGone(seen=True), consumer)
         self.sub.cursor.increment_redelivery([entry_id])
@@ -99,6 +112,31 @@ class RedeliveryTracker:
             self._apply({entry_id: outcome})
             return True
         return False
+
+    def _not_counted(self, entry_ids: list[int], verdict: Verdict, uncounted: list[int] | None,
+                     park: bool = True) -> None:
+        """Failures during an outage (the circuit is open, or they tripped it): not counted,
+        and a trip gives back the counts of the failures in its window. A failed probe waits
+        until just after the next probe time, so the next probe is another message (a poison
+        message as probe would otherwise keep the circuit open)."""
+        cursor = self.sub.cursor
+        if verdict.uncount:
+            cursor.lower_redelivery(verdict.uncount)
+        t = verdict.transition
+        outcomes: dict[int, failure.Outcome] = {}
+        if park:
+            outcomes = dict.fromkeys(entry_ids, failure.Deliver())
+            if t is not None and t.cause == REOPEN and t.probe in outcomes:
+                outcomes[t.probe] = failure.DeliverAt(t.at_ms + self.circuit_cooldown_ms() + 1)
+        if outcomes or uncounted:
+            self._apply(outcomes, uncounted)
+        elif verdict.uncount:
+            with contextlib.suppress(StorageError):
+                cursor.write_now()
+
+    def circuit_cooldown_ms(self) -> int:
+        policy = self.sub.policy.circuit
+        return policy.cooldown_ms if policy is not None else 0
 
     def _apply(self, outcomes: dict[int, failure.Outcome], uncounted: list[int] | None = None) -> None:
         sub = self.sub
@@ -193,6 +231,8 @@ class RedeliveryTracker:
         deliveries = self.sub.cursor.deliveries
         if deliveries.due:
             deliveries.pop_due(entry_id)
+        if self.circuit.circuit is not None:
+            self.circuit.sent(entry_id)
         policy = self.sub.policy
         if policy.dead_letter is not None or policy.backoff is not None:
             deliveries.delivered(entry_id, self.clock.now_ms())

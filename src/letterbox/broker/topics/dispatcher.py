@@ -74,6 +74,7 @@ class Dispatcher:
             self.read_position = sub.cursor.mark_delete.entry_id + 1 if sub is not None else 0
             self._replay = []
         self._scheduled = False
+        self._limit = MAX_ENTRIES_PER_ROUND  # 1 while the circuit breaker lets a probe through
 
     # --- consumers (subclasses refine) -------------------------------------
     def add_consumer(self, consumer: Consumer) -> None:
@@ -141,12 +142,17 @@ class Dispatcher:
         sub = self.sub
         if sub is None or sub.dispatcher is not self or not self.consumers or not self.any_available():
             return
+        allowance = sub.tracker.circuit.allowance()  # None: closed, 0: open, 1: the probe
+        if allowance == 0:
+            return
+        self._limit = MAX_ENTRIES_PER_ROUND if allowance is None else allowance
         r = self._begin_round(sub, self._dispatch_replay(sub))
         try:
             finished = self._read_new(r)
         finally:
             r.flush()
-        if finished and (r.sent >= MAX_ENTRIES_PER_ROUND or r.examined >= MAX_EXAMINED_PER_ROUND):
+        if finished and allowance is None and (r.sent >= MAX_ENTRIES_PER_ROUND
+                                               or r.examined >= MAX_EXAMINED_PER_ROUND):
             self.schedule()  # yield to other connections, then go on
 
     def _begin_round(self, sub: DispatchedSubscription, sent: int) -> _Round:
@@ -156,7 +162,8 @@ class Dispatcher:
         throttled = limits.subscription_dispatch_rate is not None or limits.topic_dispatch_rate is not None
         sole = self.sole_consumer()
         room = unblocked_room(sole) if sole is not None else 0
-        runs = sole is not None and quarantine is None and not throttled and not sub.read_compacted
+        runs = sole is not None and quarantine is None and not throttled and not sub.read_compacted \
+            and self._limit == MAX_ENTRIES_PER_ROUND
         return _Round(sub, sent, plan, quarantine, throttled, sole, room, runs)
 
     def _read_new(self, r: _Round) -> bool:
@@ -165,7 +172,7 @@ class Dispatcher:
         last = r.sub.topic.ledger.last_confirmed.entry_id
         while (
             self.read_position <= last
-            and r.sent < MAX_ENTRIES_PER_ROUND
+            and r.sent < self._limit
             and r.examined < MAX_EXAMINED_PER_ROUND
             and self.any_available()
         ):
@@ -256,6 +263,8 @@ class Dispatcher:
             if r.run_bytes >= RUN_WRITE_BYTES:  # written now: a full socket stops the round
                 r.flush()
             r.sent += 1
+            if r.sent >= self._limit:
+                break
             if not (target.available if sole is not None else self.any_available()):
                 break
         return True
@@ -269,7 +278,7 @@ class Dispatcher:
         blocked: set[int] = set()
         quarantine = sub.quarantine if sub.quarantine.active else None
         for idx, eid in enumerate(self._replay):
-            if not self.any_available() or sent >= MAX_ENTRIES_PER_ROUND:
+            if not self.any_available() or sent >= self._limit:
                 keep.extend(self._replay[idx:])
                 break
             if sub.cursor.is_acked(eid):

@@ -187,6 +187,10 @@ class Subscription:
                     settled(entry_id)
             for entry_id in consumer.pending.discard_many(plain):
                 self._drop_pending(None, entry_id)
+        breaker = self.tracker.circuit
+        if breaker.circuit is not None:  # outage detection: acks are the window's successes
+            acked = plain + [e for e, ack_set in items if ack_set]
+            breaker.succeeded(acked, len(acked))
         self._after_ack()
 
     def ack_cumulative(self, consumer: Consumer, entry_id: int, ack_set: list[int] | None) -> None:
@@ -207,6 +211,7 @@ class Subscription:
         self.hand_backs.forget_through(upto)
         if self.quarantine.out_entries:
             self.quarantine.settled_through(upto)
+        self.tracker.circuit.acked_through(upto)
         self._after_ack()
 
     def _after_ack(self) -> None:

@@ -1,0 +1,176 @@
+# The circuit breaker of one subscription, broker side: it holds the pure
+# state machine (letterbox.failure.circuit.Circuit) for the subscription's
+# policy (`policy.circuit`, from the consumers' letterbox.circuit.* properties
+# or the namespace's letterbox_circuit_breaker), its cool-down timer on the
+# broker's clock, and the recent transitions. The redelivery tracker reports
+# failures (and applies the Verdict: counts given back, nothing counted while
+# open), the subscription reports acknowledgements, the dispatcher asks
+# `allowance()` before each round and reports what it sends (`sent`).
+# Every state change goes through `_changed`, the one place that records it
+# (history, the attempt log of the message concerned), arms or drops the
+# timer, wakes the dispatcher and calls `on_change` (None: nobody listens).
+# Invariants: a subscription without a circuit policy has no Circuit and pays
+# one attribute look per ack and dispatch round; a policy change starts a fresh
+# closed Circuit; the timer is armed exactly while the circuit is open.
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from letterbox.failure.attempts import CIRCUIT_PROBE, CIRCUIT_TRIP
+from letterbox.failure.circuit import (
+    TRIP,
+    Circuit,
+    CircuitPolicy,
+    CircuitState,
+    Transition,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from letterbox.broker.redelivery.tracked import TrackedSubscription
+    from letterbox.clock import Clock, Timer
+
+HISTORY = 20  # transitions kept per subscription (stats and the admin API show them)
+CircuitListener = Callable[["TrackedSubscription", Transition], None]
+
+
+class CircuitBreaker:
+    def __init__(self, sub: TrackedSubscription, clock: Clock) -> None:
+        self.sub = sub
+        self.clock = clock
+        self.circuit: Circuit | None = None
+        self.history: deque[Transition] = deque(maxlen=HISTORY)
+        self.on_change: CircuitListener | None = None
+        self._timer: Timer | None = None
+
+    def _current(self) -> Circuit | None:
+        policy: CircuitPolicy | None = self.sub.policy.circuit
+        circuit = self.circuit
+        if policy is None:
+            if circuit is not None:
+                self._drop_timer()
+                self.circuit = None
+            return None
+        if circuit is None or circuit.policy != policy:
+            self._drop_timer()
+            circuit = self.circuit = Circuit(policy)
+        return circuit
+
+    @property
+    def state(self) -> CircuitState:
+        circuit = self._current()
+        return circuit.state if circuit is not None else CircuitState.CLOSED
+
+    @property
+    def enabled(self) -> bool:
+        return self._current() is not None
+
+    # --- reports ------------------------------------------------------------------------
+    def failed(self, entry_ids: list[int]) -> Verdict | None:
+        """The deliveries of `entry_ids` failed; None: no circuit (count them as usual)."""
+        circuit = self._current()
+        if circuit is None:
+            return None
+        verdict = circuit.failed(entry_ids, self.clock.now_ms())
+        if verdict.transition is not None:
+            t = verdict.transition
+            concerned = list(dict.fromkeys([*verdict.uncount, *entry_ids])) if t.cause == TRIP \
+                else [t.probe] if t.probe is not None else []
+            self._changed(t, concerned)
+        return verdict
+
+    def succeeded(self, entry_ids: Iterable[int], n: int) -> None:
+        circuit = self.circuit  # (no policy look per ack: _current runs on failures and rounds)
+        if circuit is not None:
+            t = circuit.succeeded(n, entry_ids, self.clock.now_ms())
+            if t is not None:
+                self._changed(t, [])
+
+    def acked_through(self, upto: int) -> None:
+        circuit = self.circuit
+        if circuit is not None:
+            t = circuit.acked_through(upto, self.clock.now_ms())
+            if t is not None:
+                self._changed(t, [])
+
+    def allowance(self) -> int | None:
+        circuit = self._current()
+        return circuit.allowance() if circuit is not None else None
+
+    def sent(self, entry_id: int) -> None:
+        """The dispatcher sends `entry_id` while the circuit allows one: the probe."""
+        circuit = self.circuit
+        if circuit is not None and circuit.probe_sent(entry_id):
+            self._row(entry_id, CIRCUIT_PROBE, "circuit half-open: this message is the probe")
+
+    def force(self, state: CircuitState) -> Transition | None:
+        """An operator opens or closes the circuit; None when it is that already."""
+        circuit = self._current()
+        if circuit is None:
+            return None
+        t = circuit.force(state, self.clock.now_ms())
+        if t is not None:
+            self._changed(t, [])
+        return t
+
+    # --- the one place a change is applied -----------------------------------------
+    def _changed(self, t: Transition, entry_ids: list[int]) -> None:
+        self.history.append(t)
+        if t.after is CircuitState.OPEN:
+            for eid in entry_ids:
+                self._row(eid, CIRCUIT_TRIP, f"circuit {t.cause}: {t.detail}; "
+                          "failures while open are not counted")
+            self._arm()
+        else:
+            self._drop_timer()
+            self.sub.dispatcher.schedule()
+        if self.on_change is not None:
+            self.on_change(self.sub, t)
+
+    def _row(self, entry_id: int, ending: str, reason: str) -> None:
+        now = self.clock.now_ms()
+        limit = self.sub.topic.service.config.attempt_log_size
+        self.sub.cursor.add_attempts([(entry_id, (0, now, None, None, ending, reason))], limit)
+
+    def _arm(self) -> None:
+        self._drop_timer()
+        circuit = self.circuit
+        if circuit is not None:
+            self._timer = self.clock.call_at(circuit.reopen_at_ms, self._cooled)
+
+    def _cooled(self) -> None:
+        self._timer = None
+        circuit = self.circuit
+        if circuit is None:
+            return
+        t = circuit.cooled(self.clock.now_ms())
+        if t is not None:
+            self._changed(t, [])
+        elif circuit.state is CircuitState.OPEN:
+            self._arm()
+
+    def _drop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def describe(self) -> dict[str, object]:
+        """The circuit as stats and the admin API show it."""
+        circuit = self._current()
+        out: dict[str, object] = {"enabled": circuit is not None, "state": self.state.value}
+        if circuit is not None:
+            deliveries, failures, distinct = circuit.window()
+            p = circuit.policy
+            out.update({
+                "trips": circuit.trips,
+                "openedAt": circuit.opened_at_ms or None,
+                "probeAt": circuit.reopen_at_ms if circuit.state is CircuitState.OPEN else None,
+                "window": {"deliveries": deliveries, "failures": failures, "distinctMessages": distinct},
+                "policy": {"failurePercent": p.failure_percent, "minDeliveries": p.min_deliveries,
+                           "windowMs": p.window_ms, "minDistinct": p.min_distinct, "cooldownMs": p.cooldown_ms},
+            })
+        out["history"] = [{"at": t.at_ms, "from": t.before.value, "to": t.after.value, "cause": t.cause,
+                           "detail": t.detail} for t in self.history]
+        return out
