@@ -1,7 +1,7 @@
 # GET /metrics: Prometheus text exposition (format 0.0.4) with Pulsar's
 # metric names and labels (cluster, namespace, topic, subscription) where
 # Pulsar has one, plus letterbox's own dead-letter counters and rates by reason
-# and the per-subscription poison-suspect gauge.
+# and the per-subscription poison-suspect and circuit-state gauges.
 # Cost at scale (20,000 topics make ~40 MB of text): collect() reads the
 # broker's numbers on the event loop in slices of SLICE topics and yields
 # between slices, so no client waits behind more than one slice;
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from letterbox.admin.stats import _backlog_size
-from letterbox.broker import PersistentTopic, suspect_count
+from letterbox.broker import PersistentTopic, circuit_gauge, suspect_count
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
@@ -104,6 +104,10 @@ POISON_FAMILY = (
     "letterbox_subscription_poison_suspects", "gauge",
     "Unacknowledged messages redelivered more than half the times the dead-letter policy allows",
 )
+CIRCUIT_FAMILY = (  # outage detection (broker/redelivery/circuit_breaker.py)
+    "letterbox_subscription_circuit_state", "gauge",
+    "The subscription's circuit breaker: 0 closed (or off), 1 open (dispatch stopped), 2 half-open (probing)",
+)
 DEAD_LETTER_RATE_FAMILY = (
     "letterbox_dead_letter_rate", "gauge",
     "Messages moved to a dead letter topic per second, over the last 60 s of the broker's clock, by reason",
@@ -140,6 +144,7 @@ class Snapshot:
     dead_letters_by_source: list[tuple[str, str, str, str, int]] = field(default_factory=list)
     process: bytes = b""  # prometheus_client's process metrics, as text
     sub_poison: list[Number] = field(default_factory=list)  # POISON_FAMILY, one per subscription
+    sub_circuit: list[Number] = field(default_factory=list)  # CIRCUIT_FAMILY, one per subscription
     dead_letter_rates: list[tuple[str, float]] = field(default_factory=list)  # (reason, per second)
     # broker-wide samples: (family, labels beyond cluster, value), families in BROKER_FAMILIES
     broker: list[tuple[str, str, Number]] = field(default_factory=list)
@@ -204,6 +209,7 @@ async def collect(service: BrokerService, tracker: StatsTracker) -> Snapshot:
         topic_rate_out = tracker.rate("out", tname)
         for sname, sub in subs:
             snap.sub_poison.append(suspect_count(sub) if persistent else 0)
+            snap.sub_circuit.append(circuit_gauge(sub))
             backlog = sub.backlog() if hasattr(sub, "backlog") else 0
             delayed = sub.delayed_count() if hasattr(sub, "delayed_count") else 0
             rate_out = tracker.rate("out", tname, sname)
@@ -305,6 +311,8 @@ class Formatter:
             parts.extend(self._family(name, kind, help_text, sub_labels, column, used))
         poison: list[Number] = snap.sub_poison if len(snap.sub_poison) == len(sub_labels) else [0] * len(sub_labels)
         parts.extend(self._family(*POISON_FAMILY, sub_labels, poison, used))
+        circuit: list[Number] = snap.sub_circuit if len(snap.sub_circuit) == len(sub_labels) else [0] * len(sub_labels)
+        parts.extend(self._family(*CIRCUIT_FAMILY, sub_labels, circuit, used))
         cluster = _escape(snap.cluster)
         for (name, kind, help_text), samples in ((DEAD_LETTER_FAMILY, snap.dead_letters),
                                                  (DEAD_LETTER_RATE_FAMILY, snap.dead_letter_rates)):

@@ -49,6 +49,7 @@ class AdminServer(AdminContext):
         from letterbox.admin import (
             routes_attempts,
             routes_brokers,
+            routes_circuit,
             routes_clock,
             routes_cluster,
             routes_compaction,
@@ -88,6 +89,7 @@ class AdminServer(AdminContext):
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,
+            routes_circuit.register,  # a subscription's circuit breaker (outage detection)
             routes_compaction.register,  # topic compaction and compactionThreshold
             routes_schemas.register,  # the schema registry and schemaCompatibilityStrategy
             routes_brokers.register,  # brokers list and version (after routes_cluster's brokers/health)

@@ -19,6 +19,7 @@ from letterbox.broker import (
     NonPersistentTopic,
     PersistentTopic,
     Topic,
+    breaker_of,
 )
 
 if TYPE_CHECKING:
@@ -232,6 +233,7 @@ class StatsTracker:
             "nonContiguousDeletedMessagesRanges": len(ranges()) if callable(ranges) else 0,
             # ordered quarantine: poisoned key -> ORIGIN_MESSAGE_ID of its poisoned message
             "letterboxPoisonedKeys": sub.quarantine.poisoned_keys() if hasattr(sub, "quarantine") else {},
+            **_circuit(sub),
         }
 
     def _consumer_stats(self, tname: str, sname: str, c: Consumer, avg: float) -> dict[str, Any]:
@@ -280,6 +282,12 @@ class StatsTracker:
 
 # fields of a topic's stats that Pulsar's PartitionedTopicStats does not sum up or carry
 PER_TOPIC_ONLY = frozenset({"deduplicationStatus"})
+
+
+def _circuit(sub: Any) -> dict[str, Any]:
+    """The circuit breaker's state, on subscriptions that have one (outage detection)."""
+    breaker = breaker_of(sub)
+    return {"letterboxCircuit": breaker.describe()} if breaker is not None and breaker.enabled else {}
 
 
 def empty_topic_stats() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from letterbox.broker.policies.default_namespace import seed_defaults
 from letterbox.broker.policies.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.policies.namespace_policies import NAMESPACE_KEY
+from letterbox.broker.redelivery.circuit_breaker import CircuitBreaker, breaker_of, circuit_gauge
 from letterbox.broker.redelivery.poison_suspects import max_redeliveries, suspect_count, suspects
 from letterbox.broker.schemas import avro_resolution
 from letterbox.broker.schemas.schema_registry import (
@@ -38,10 +39,10 @@ from letterbox.broker.topics.topic import NonPersistentTopic, PersistentTopic, T
 __all__ = [
     "ACCESS_MODE_NAMES", "NAMESPACE_KEY", "PARTITIONS_KEY", "STRATEGIES", "STRATEGY_POLICY",
     "SUBSCRIPTION_RATE", "SUB_TYPE_NAMES", "TASK_ID", "THRESHOLD_POLICY", "TOPIC_RATE", "TYPE_NAMES",
-    "BrokerService", "CompactionInProgress", "Consumer", "DeadLetter", "DeadLetterFilter",
+    "BrokerService", "CircuitBreaker", "CompactionInProgress", "Consumer", "DeadLetter", "DeadLetterFilter",
     "MoveRequest", "NonPersistentTopic", "PersistentTopic", "RedriveTask", "SchemaVersion",
-    "Subscription", "SubscriptionGone", "Topic", "avro_resolution", "check_definition",
-    "check_new_subscription", "check_new_topic", "dead_letter_topic_name", "inactive_topics",
+    "Subscription", "SubscriptionGone", "Topic", "avro_resolution", "breaker_of", "check_definition",
+    "check_new_subscription", "check_new_topic", "circuit_gauge", "dead_letter_topic_name", "inactive_topics",
     "live_dead_letters_async", "max_redeliveries", "move_message", "namespace_policies", "redrive",
     "seed_defaults", "subscription_admin", "summary_async", "suspect_count", "suspects",
     "topic_policies", "topic_termination", "type_name",

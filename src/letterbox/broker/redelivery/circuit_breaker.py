@@ -174,3 +174,15 @@ class CircuitBreaker:
         out["history"] = [{"at": t.at_ms, "from": t.before.value, "to": t.after.value, "cause": t.cause,
                            "detail": t.detail} for t in self.history]
         return out
+
+
+def breaker_of(sub: object) -> CircuitBreaker | None:
+    """The circuit breaker of a subscription (None: a non-persistent one has none)."""
+    breaker = getattr(getattr(sub, "tracker", None), "circuit", None)
+    return breaker if isinstance(breaker, CircuitBreaker) else None
+
+
+def circuit_gauge(sub: object) -> int:
+    """letterbox_subscription_circuit_state: 0 closed (or no circuit), 1 open, 2 half-open."""
+    breaker = breaker_of(sub)
+    return breaker.state.gauge if breaker is not None else 0
