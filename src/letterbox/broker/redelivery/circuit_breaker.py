@@ -37,8 +37,10 @@ CircuitListener = Callable[["TrackedSubscription", Transition], None]
 
 
 class CircuitBreaker:
-    def __init__(self, sub: TrackedSubscription, clock: Clock) -> None:
+    def __init__(self, sub: TrackedSubscription, clock: Clock, closed: Callable[[], None]) -> None:
+        """`closed`: called when the circuit closes (the tracker releases failed probes)."""
         self.sub = sub
+        self._closed = closed
         self.clock = clock
         self.circuit: Circuit | None = None
         self.history: deque[Transition] = deque(maxlen=HISTORY)
@@ -125,6 +127,8 @@ class CircuitBreaker:
             self._arm()
         else:
             self._drop_timer()
+            if t.after is CircuitState.CLOSED:
+                self._closed()
             self.sub.dispatcher.schedule()
         if self.on_change is not None:
             self.on_change(self.sub, t)

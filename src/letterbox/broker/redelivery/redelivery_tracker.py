@@ -51,7 +51,9 @@ class RedeliveryTracker:
         self._timer: Timer | None = None
         self._timer_at = 0
         self.log = DeliveryAttempts(sub)
-        self.circuit = CircuitBreaker(sub, self.clock)  # outage detection (circuit_breaker.py)
+        self.circuit = CircuitBreaker(sub, self.clock, self._release_probes)  # outage detection
+        self._held_probes: set[int] = set()  # failed probes held until after the next probe
+        self._released: set[int] = set()  # of those, released early (the circuit closed)
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -128,11 +130,23 @@ class RedeliveryTracker:
             outcomes = dict.fromkeys(entry_ids, failure.Deliver())
             if t is not None and t.cause == REOPEN and t.probe in outcomes:
                 outcomes[t.probe] = failure.DeliverAt(t.at_ms + self.circuit_cooldown_ms() + 1)
+                self._held_probes.add(t.probe)
+                self._released.discard(t.probe)
         if outcomes or uncounted:
             self._apply(outcomes, uncounted)
         elif verdict.uncount:
             with contextlib.suppress(StorageError):
                 cursor.write_now()
+
+    def _release_probes(self) -> None:
+        """The circuit closed: failed probes still held go out now (their timers, when they
+        fire, skip them)."""
+        held, self._held_probes = self._held_probes, set()
+        cursor = self.sub.cursor
+        for eid in held:
+            cursor.set_due(eid, None)
+        self._released |= held
+        self.sub.dispatcher.park(sorted(held))
 
     def circuit_cooldown_ms(self) -> int:
         policy = self.sub.policy.circuit
@@ -268,6 +282,13 @@ class RedeliveryTracker:
     def _on_timer(self) -> None:
         self._timer = None
         due = self._delayed.pop_due(self.now_ms())
+        if due and (self._released or self._held_probes):
+            self._held_probes.difference_update(due)
+            released = self._released
+            if released:
+                gone = released.intersection(due)
+                released -= gone
+                due = [e for e in due if e not in gone]
         if due:
             self.sub.dispatcher.park(due)
             self.sub.dispatcher.schedule()
@@ -280,4 +301,6 @@ class RedeliveryTracker:
         """Seek: forget everything held; outcomes still being settled are dropped."""
         self.epoch += 1
         self._delayed.clear()
+        self._held_probes.clear()
+        self._released.clear()
 

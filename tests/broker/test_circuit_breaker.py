@@ -1,0 +1,110 @@
+"""Outage detection (the circuit breaker, failure/circuit.py and
+broker/redelivery/circuit_breaker.py) through the official client over TCP, on the
+broker's manual clock: a handler that fails everything for 2 minutes of broker time
+opens the circuit, no message is dead-lettered, probes go out after each cool-down and
+the circuit closes once the handler recovers; a real poison message among them is
+still dead-lettered, alone."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pulsar
+import pytest
+
+from tests.admin.helpers import call
+from tests.broker.test_manual_clock import MANUAL, clock_now
+from tests.conftest import BrokerProcess
+
+N = 300  # the 10,000 of the acceptance run are a manual run (see docs/failure-handling.md)
+OUTAGE_MS = 120_000
+
+
+def circuit(b: BrokerProcess, topic: str, sub: str) -> dict[str, Any]:
+    status, body = call(b.admin_url, "GET", "/admin/v2/" + topic.replace("://", "/")
+                        + f"/subscription/{sub}/letterbox/circuit")
+    assert status == 200, body
+    return body  # type: ignore[no-any-return]
+
+
+def advance(b: BrokerProcess, ms: int) -> int:
+    status, body = call(b.admin_url, "POST", f"/admin/v2/letterbox/clock/advance?ms={ms}")
+    assert status == 200, body
+    return int(body["nowMs"])
+
+
+def run_outage(b: BrokerProcess, n: int, poison: bool) -> tuple[dict[str, Any], list[bytes], int]:
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://public/default/outage-{uuid.uuid4().hex[:8]}"
+        dlq = client.subscribe(topic + "-work-DLQ", "look", initial_position=pulsar.InitialPosition.Earliest)
+        consumer = client.subscribe(
+            topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+            initial_position=pulsar.InitialPosition.Earliest, negative_ack_redelivery_delay_ms=10,
+            properties={"letterbox.dlq.max_redeliveries": "3", "letterbox.circuit.enabled": "true"})
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(n):
+            producer.send_async(b"poison" if poison and i == n // 2 else b"m%d" % i, None)
+        producer.flush()
+        now = clock_now(b)
+        recover_at = now + OUTAGE_MS
+        acked: set[bytes] = set()
+        healthy = n - (1 if poison else 0)
+        idle = 0
+        dead: list[bytes] = []
+        while len(acked) < healthy or (poison and not dead):
+            if len(acked) == healthy:  # only the poison message is left: it must reach the DLQ
+                try:
+                    dead.append(dlq.receive(10).data())
+                    continue
+                except pulsar.Timeout:
+                    pass
+            try:
+                msg = consumer.receive(300)
+            except pulsar.Timeout:
+                idle += 1
+                assert idle < 40, f"stuck: {len(acked)} of {healthy} acked, {circuit(b, topic, 'work')}"
+                state = circuit(b, topic, "work")
+                if state["state"] == "open":
+                    now = advance(b, max(state["probeAt"] - now, 0))
+                continue
+            idle = 0
+            if msg.data() == b"poison" or now < recover_at:
+                consumer.negative_acknowledge(msg)
+            else:
+                consumer.acknowledge(msg)
+                acked.add(msg.data())
+        while True:
+            try:
+                dead.append(dlq.receive(300).data())
+            except pulsar.Timeout:
+                break
+        return circuit(b, topic, "work"), dead, recover_at
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def manual_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    b = BrokerProcess(tmp_path_factory.mktemp("outage") / "data", args=MANUAL).start()
+    yield b
+    b.stop()
+
+
+def test_outage_opens_probes_and_closes_with_nothing_dead_lettered(manual_broker: BrokerProcess) -> None:
+    state, dead, recover_at = run_outage(manual_broker, N, poison=False)
+    assert dead == []
+    assert state["state"] == "closed"
+    causes = [h["cause"] for h in state["history"]]
+    assert causes[0] == "trip" and causes[-1] == "close", causes
+    assert "probe" in causes and "reopen" in causes, causes
+    trip = state["history"][0]
+    assert trip["at"] < recover_at - OUTAGE_MS + 30_000  # opened within the window
+    assert state["history"][-1]["at"] >= recover_at
+
+
+def test_outage_with_one_poison_message_dead_letters_exactly_it(manual_broker: BrokerProcess) -> None:
+    state, dead, _ = run_outage(manual_broker, N, poison=True)
+    assert dead == [b"poison"]
+    assert state["state"] == "closed"
