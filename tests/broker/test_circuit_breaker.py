@@ -7,7 +7,6 @@ still dead-lettered, alone."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pulsar
@@ -108,3 +107,33 @@ def test_outage_with_one_poison_message_dead_letters_exactly_it(manual_broker: B
     state, dead, _ = run_outage(manual_broker, N, poison=True)
     assert dead == [b"poison"]
     assert state["state"] == "closed"
+
+
+def test_cli_circuit_get_open_close_and_refusals(manual_broker: BrokerProcess) -> None:
+    from tests.cli.helpers import admin, ok
+
+    b = manual_broker
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://public/default/cli-circuit-{uuid.uuid4().hex[:8]}"
+        consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                    properties={"letterbox.circuit.enabled": "true"})
+        client.subscribe(topic, "plain", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer(topic)
+        assert "state" in ok(admin(b, "circuit", "get", topic, "work"))
+        assert "open" in ok(admin(b, "circuit", "open", topic, "work"))
+        producer.send(b"held")
+        with pytest.raises(pulsar.Timeout):  # open: nothing is dispatched
+            consumer.receive(300)
+        out = ok(admin(b, "circuit", "close", topic, "work"))
+        assert "admin-close" in out
+        assert consumer.receive(5000).data() == b"held"
+        refused = admin(b, "circuit", "open", topic, "plain")  # no circuit policy: 409, one line
+        assert refused.exit_code != 0 and "letterbox.circuit.enabled" in refused.output
+        status, body = call(b.admin_url, "POST", "/admin/v2/" + topic.replace("://", "/")
+                            + "/subscription/work/letterbox/circuit", '{"state": "half-open"}')
+        assert status == 400 and "half-open" in str(body)
+        status, text = call(b.admin_url, "GET", "/metrics")
+        assert 'letterbox_subscription_circuit_state{' in str(text)
+    finally:
+        client.close()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from letterbox.admin.stats import _backlog_size
-from letterbox.broker import PersistentTopic, circuit_gauge, suspect_count
+from letterbox.broker import CIRCUIT_FAMILY, PersistentTopic, circuit_gauge, suspect_count
 from letterbox.errors import LetterboxError
 from letterbox.topic_name import TopicName
 
@@ -103,10 +103,6 @@ BROKER_FAMILIES = (  # the storage's health (storage/health.py) and failed move 
 POISON_FAMILY = (
     "letterbox_subscription_poison_suspects", "gauge",
     "Unacknowledged messages redelivered more than half the times the dead-letter policy allows",
-)
-CIRCUIT_FAMILY = (  # outage detection (broker/redelivery/circuit_breaker.py)
-    "letterbox_subscription_circuit_state", "gauge",
-    "The subscription's circuit breaker: 0 closed (or off), 1 open (dispatch stopped), 2 half-open (probing)",
 )
 DEAD_LETTER_RATE_FAMILY = (
     "letterbox_dead_letter_rate", "gauge",
@@ -309,10 +305,9 @@ class Formatter:
             parts.extend(self._family(name, kind, help_text, labels, column, used))
         for (name, kind, help_text), column in zip(ALL_SUBSCRIPTION_FAMILIES, snap.sub_values, strict=True):
             parts.extend(self._family(name, kind, help_text, sub_labels, column, used))
-        poison: list[Number] = snap.sub_poison if len(snap.sub_poison) == len(sub_labels) else [0] * len(sub_labels)
-        parts.extend(self._family(*POISON_FAMILY, sub_labels, poison, used))
-        circuit: list[Number] = snap.sub_circuit if len(snap.sub_circuit) == len(sub_labels) else [0] * len(sub_labels)
-        parts.extend(self._family(*CIRCUIT_FAMILY, sub_labels, circuit, used))
+        for family, column in ((POISON_FAMILY, snap.sub_poison), (CIRCUIT_FAMILY, snap.sub_circuit)):
+            values: list[Number] = column if len(column) == len(sub_labels) else [0] * len(sub_labels)
+            parts.extend(self._family(*family, sub_labels, values, used))
         cluster = _escape(snap.cluster)
         for (name, kind, help_text), samples in ((DEAD_LETTER_FAMILY, snap.dead_letters),
                                                  (DEAD_LETTER_RATE_FAMILY, snap.dead_letter_rates)):

@@ -18,7 +18,12 @@ from letterbox.broker.policies.default_namespace import seed_defaults
 from letterbox.broker.policies.dispatch_rate import SUBSCRIPTION_RATE, TOPIC_RATE
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.policies.namespace_policies import NAMESPACE_KEY
-from letterbox.broker.redelivery.circuit_breaker import CircuitBreaker, breaker_of, circuit_gauge
+from letterbox.broker.redelivery.circuit_breaker import (
+    CIRCUIT_FAMILY,
+    CircuitBreaker,
+    breaker_of,
+    circuit_gauge,
+)
 from letterbox.broker.redelivery.poison_suspects import max_redeliveries, suspect_count, suspects
 from letterbox.broker.schemas import avro_resolution
 from letterbox.broker.schemas.schema_registry import (
@@ -37,7 +42,7 @@ from letterbox.broker.topics.subscription import Subscription
 from letterbox.broker.topics.topic import NonPersistentTopic, PersistentTopic, Topic
 
 __all__ = [
-    "ACCESS_MODE_NAMES", "NAMESPACE_KEY", "PARTITIONS_KEY", "STRATEGIES", "STRATEGY_POLICY",
+    "ACCESS_MODE_NAMES", "CIRCUIT_FAMILY", "NAMESPACE_KEY", "PARTITIONS_KEY", "STRATEGIES", "STRATEGY_POLICY",
     "SUBSCRIPTION_RATE", "SUB_TYPE_NAMES", "TASK_ID", "THRESHOLD_POLICY", "TOPIC_RATE", "TYPE_NAMES",
     "BrokerService", "CircuitBreaker", "CompactionInProgress", "Consumer", "DeadLetter", "DeadLetterFilter",
     "MoveRequest", "NonPersistentTopic", "PersistentTopic", "RedriveTask", "SchemaVersion",

@@ -20,6 +20,7 @@ from letterbox.cli import (
     admin_topic_ops,  # noqa: F401  (registers `topics unload|terminate|trim-topic|...`)
     admin_topic_policies,  # noqa: F401  (registers `topics set-max-producers|set-backlog-quota|...`)
 )
+from letterbox.cli.admin_circuit import circuit
 from letterbox.cli.admin_clock import clock
 from letterbox.cli.admin_clusters import brokers, clusters
 from letterbox.cli.admin_topics import topics
@@ -54,6 +55,7 @@ admin.add_command(topics)
 admin.add_command(clusters)
 admin.add_command(brokers)
 admin.add_command(clock)
+admin.add_command(circuit)
 
 
 # --- tenants -----------------------------------------------------------------------

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from letterbox.clock import Clock, Timer
 
 HISTORY = 20  # transitions kept per subscription (stats and the admin API show them)
+# the /metrics family of circuit_gauge (admin/metrics.py)
+CIRCUIT_FAMILY = ("letterbox_subscription_circuit_state", "gauge",
+                  "The subscription's circuit breaker: 0 closed (or off), 1 open, 2 half-open (probing)")
 CircuitListener = Callable[["TrackedSubscription", Transition], None]
 
 
