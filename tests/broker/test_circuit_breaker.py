@@ -137,3 +137,28 @@ def test_cli_circuit_get_open_close_and_refusals(manual_broker: BrokerProcess) -
         assert 'letterbox_subscription_circuit_state{' in str(text)
     finally:
         client.close()
+
+
+def test_namespace_policy_turns_it_on_for_plain_consumers(manual_broker: BrokerProcess) -> None:
+    from tests.cli.helpers import admin, ok
+
+    b = manual_broker
+    ns = f"public/cb-{uuid.uuid4().hex[:6]}"
+    status, body = call(b.admin_url, "PUT", f"/admin/v2/namespaces/{ns}")
+    assert status in (200, 204), body
+    ok(admin(b, "namespaces", "set-circuit-breaker", ns, "--min-deliveries", "5", "--cooldown-ms", "1000"))
+    status, body = call(b.admin_url, "POST", f"/admin/v2/namespaces/{ns}/letterbox/circuitBreaker",
+                        '{"failurePercent": 101}')
+    assert status in (400, 412) and "failurePercent" in str(body)
+    status, body = call(b.admin_url, "POST", f"/admin/v2/namespaces/{ns}/letterbox/circuitBreaker", '{"windo": 5}')
+    assert status == 400 and "windo" in str(body)
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://{ns}/t"
+        client.subscribe(topic, "plain", consumer_type=pulsar.ConsumerType.Shared)
+        state = circuit(b, topic, "plain")
+        assert state["enabled"] and state["policy"]["minDeliveries"] == 5 and state["policy"]["cooldownMs"] == 1000
+        ok(admin(b, "namespaces", "remove-policy", ns, "circuit-breaker"))
+        assert not circuit(b, topic, "plain")["enabled"]
+    finally:
+        client.close()

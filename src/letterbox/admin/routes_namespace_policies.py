@@ -4,7 +4,9 @@
 # and letterbox extensions under .../letterbox/: deadLetterPolicy
 # {"maxRedeliverCount", "deadLetterTopic"?, "initialSubscriptionName"?,
 # "onKeyFailure"? ("continue" | "park": the ordered quarantine, stored only when set)} and
-# redeliveryBackoff {"minDelayMs", "maxDelayMs"?, "multiplier"?}.
+# redeliveryBackoff {"minDelayMs", "maxDelayMs"?, "multiplier"?, "jitter"? ("none" | "full" |
+# "equal")} and circuitBreaker {"failurePercent"?, "minDeliveries"?, "windowMs"?, "minDistinct"?,
+# "cooldownMs"?} (outage detection; {} turns it on with the defaults).
 # GET of a policy that is not set answers 204 without a body (Pulsar answers
 # null that way), except retention, which answers the broker's default.
 # Bodies are validated completely before anything is stored (400 malformed or
@@ -31,8 +33,9 @@ from letterbox.admin.request_parsing import (
     persistent_topic_field,
 )
 from letterbox.broker import namespace_policies as np
+from letterbox.failure import CircuitPolicy
 from letterbox.failure.limits import DEFAULT_BACKOFF_MAX_DELAY_MS, MAX_BACKOFF_MULTIPLIER
-from letterbox.failure.policies import KeyFailure
+from letterbox.failure.policies import JITTER_VALUES, KeyFailure
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
         ("/messageTTL", np.TTL, _ttl),
         ("/letterbox/deadLetterPolicy", np.DEAD_LETTER, _dead_letter),
         ("/letterbox/redeliveryBackoff", np.BACKOFF, _backoff),
+        ("/letterbox/circuitBreaker", np.CIRCUIT, _circuit),
     ):
         router.add_get(NAMESPACE_BASE + path, routes.getter(key))
         router.add_post(NAMESPACE_BASE + path, routes.setter(key, validate))
@@ -187,8 +191,22 @@ def _dead_letter(body: Any) -> dict[str, Any]:
 
 
 def _backoff(body: Any) -> dict[str, Any]:
-    obj = _object(body, "Redelivery backoff", ("minDelayMs", "maxDelayMs", "multiplier"))
+    obj = _object(body, "Redelivery backoff", ("minDelayMs", "maxDelayMs", "multiplier", "jitter"))
     low = _int(obj, "minDelayMs", None, 1, MAX_DELAY)
     high = _int(obj, "maxDelayMs", max(low, DEFAULT_BACKOFF_MAX_DELAY_MS), low, MAX_DELAY)
     mult = number_field(obj, "multiplier", 1.0, MAX_BACKOFF_MULTIPLIER)
-    return {"minDelayMs": low, "maxDelayMs": high, "multiplier": 2.0 if mult is None else mult}
+    out: dict[str, Any] = {"minDelayMs": low, "maxDelayMs": high, "multiplier": 2.0 if mult is None else mult}
+    jitter = obj.get("jitter")
+    if jitter is not None:
+        if jitter not in JITTER_VALUES:
+            raise AdminError(400, f"jitter must be one of {', '.join(JITTER_VALUES)}, got {jitter!r}")
+        out["jitter"] = jitter
+    return out
+
+
+def _circuit(body: Any) -> dict[str, Any]:
+    obj = _object(body, "Circuit breaker", tuple(np.CIRCUIT_FIELDS))
+    highest = {"failurePercent": 100, "windowMs": MAX_DELAY, "cooldownMs": MAX_DELAY}
+    out = {k: _int(obj, k, None, 1, highest.get(k, 1_000_000)) for k in np.CIRCUIT_FIELDS if k in obj}
+    CircuitPolicy(**{np.CIRCUIT_FIELDS[k]: v for k, v in out.items()})  # (the bounds above are its own)
+    return out

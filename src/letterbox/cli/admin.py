@@ -223,10 +223,13 @@ def namespaces_set_dlq(a: AdminContext, namespace: str, max_redeliver_count: int
 @click.option("--min-delay-ms", type=click.IntRange(min=0), required=True, help="First redelivery delay.")
 @click.option("--max-delay-ms", type=click.IntRange(min=0), help="Cap on the delay [60000].")
 @click.option("--multiplier", type=float, help="Growth per redelivery [2].")
+@click.option("--jitter", type=click.Choice(["none", "full", "equal"]), help="Randomise each delay [none].")
 def namespaces_set_backoff(a: AdminContext, namespace: str, min_delay_ms: int,
-                           max_delay_ms: int | None, multiplier: float | None) -> None:
+                           max_delay_ms: int | None, multiplier: float | None, jitter: str | None) -> None:
     """Redelivery backoff for every subscription in NAMESPACE (letterbox extension)."""
     body: dict[str, object] = {"minDelayMs": min_delay_ms}
+    if jitter is not None:
+        body["jitter"] = jitter
     if max_delay_ms is not None:
         body["maxDelayMs"] = max_delay_ms
     if multiplier is not None:
@@ -236,12 +239,28 @@ def namespaces_set_backoff(a: AdminContext, namespace: str, min_delay_ms: int,
            namespace=namespace, redeliveryBackoff=body)
 
 
+@admin_command(namespaces, "set-circuit-breaker", "namespace", NAMESPACE)
+@click.option("--failure-percent", type=click.IntRange(1, 100), help="Failed share of deliveries that trips it [50].")
+@click.option("--min-deliveries", type=click.IntRange(min=1), help="Deliveries in the window before it may trip [20].")
+@click.option("--window-ms", type=click.IntRange(min=1), help="The sliding window [30000].")
+@click.option("--min-distinct", type=click.IntRange(min=1), help="Distinct failing messages needed [5].")
+@click.option("--cooldown-ms", type=click.IntRange(min=1), help="Open time before a probe [30000].")
+def namespaces_set_circuit(a: AdminContext, namespace: str, **fields: int | None) -> None:
+    """Outage detection (a circuit breaker) for every subscription in NAMESPACE (letterbox extension)."""
+    names = {"failure_percent": "failurePercent", "min_deliveries": "minDeliveries", "window_ms": "windowMs",
+             "min_distinct": "minDistinct", "cooldown_ms": "cooldownMs"}
+    body = {names[k]: v for k, v in fields.items() if v is not None}
+    a.client.request("POST", namespace_path(namespace) + "/letterbox/circuitBreaker", body)
+    a.done(f"Circuit breaker of {namespace} set", namespace=namespace, circuitBreaker=body)
+
+
 _REMOVABLE = {
     "deduplication": "/deduplication",
     "retention": "/retention",
     "message-ttl": "/messageTTL",
     "dead-letter-policy": "/letterbox/deadLetterPolicy",
     "redelivery-backoff": "/letterbox/redeliveryBackoff",
+    "circuit-breaker": "/letterbox/circuitBreaker",
 }
 
 

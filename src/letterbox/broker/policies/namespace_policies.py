@@ -1,6 +1,6 @@
 # Namespace policies: the Pulsar ones letterbox enforces (deduplication,
 # retention, message TTL) and letterbox's own dead-letter and redelivery
-# backoff policies. They are kept in the store's metadata map as the JSON
+# backoff policies and circuit breaker (outage detection). They are kept in the store's metadata map as the JSON
 # document of the namespace ("namespace:<tenant>/<ns>", the same document the
 # admin API creates), with Pulsar's field names (deduplicationEnabled,
 # retention_policies, message_ttl_in_seconds) plus letterbox_* fields, so they
@@ -9,7 +9,7 @@
 # dispatch paths ask for them per message.
 # Precedence: a subscription whose consumers set letterbox.* consumer
 # properties uses those (the last created consumer's wins, PIP-22); other
-# subscriptions use the namespace's dead-letter and backoff policies.
+# subscriptions use the namespace's dead-letter, backoff and circuit breaker policies.
 # A namespace without a deduplication or retention policy uses the broker
 # configuration.
 from __future__ import annotations
@@ -18,7 +18,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.failure import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
+from letterbox.failure import (
+    Backoff,
+    CircuitPolicy,
+    DeadLetterPolicy,
+    FailurePolicy,
+    Jitter,
+    PolicyError,
+    PolicyOrigin,
+)
 from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 from letterbox.failure.policies import KeyFailure
 
@@ -31,6 +39,10 @@ RETENTION = "retention_policies"
 TTL = "message_ttl_in_seconds"
 DEAD_LETTER = "letterbox_dead_letter_policy"
 BACKOFF = "letterbox_redelivery_backoff"
+CIRCUIT = "letterbox_circuit_breaker"
+# the stored document's field -> CircuitPolicy's
+CIRCUIT_FIELDS = {"failurePercent": "failure_percent", "minDeliveries": "min_deliveries", "windowMs": "window_ms",
+                  "minDistinct": "min_distinct", "cooldownMs": "cooldown_ms"}
 
 
 @dataclass(frozen=True)
@@ -58,15 +70,27 @@ class NamespacePolicies:
             # clamped: a document stored before the admin API checked ranges may hold any number
             low = max(1, min(int(bo["minDelayMs"]), MAX_DELAY_MS))
             high = max(low, min(int(bo["maxDelayMs"]), MAX_DELAY_MS))
-            backoff = Backoff(low, high, min(max(float(bo["multiplier"]), 1.0), MAX_BACKOFF_MULTIPLIER))
+            jitter = Jitter.FULL if bo.get("jitter") == "full" else Jitter.EQUAL if bo.get("jitter") == "equal" \
+                else Jitter.NONE
+            backoff = Backoff(low, high, min(max(float(bo["multiplier"]), 1.0), MAX_BACKOFF_MULTIPLIER), jitter)
         return cls(
             deduplication=doc.get(DEDUP),
             retention_minutes=retention.get("retentionTimeInMinutes") if retention else None,
             retention_size_mb=retention.get("retentionSizeInMB") if retention else None,
             ttl_seconds=doc.get(TTL),
             subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE,
-                                       on_key_failure=_key_failure(dl)),
+                                       on_key_failure=_key_failure(dl), circuit=_circuit(doc.get(CIRCUIT))),
         )
+
+
+def _circuit(value: Any) -> CircuitPolicy | None:
+    """The namespace's circuit breaker; a stored document the admin API would refuse now: none."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return CircuitPolicy(**{f: value[k] for k, f in CIRCUIT_FIELDS.items() if k in value})
+    except PolicyError:
+        return None
 
 
 def _key_failure(dl: dict[str, Any] | None) -> KeyFailure:
