@@ -26,6 +26,9 @@ ORIGIN_PUBLISH_TIME = "ORIGIN_PUBLISH_TIME"
 # client's text about its failure (a terminate's description, else its last nack reason)
 DELIVERY_ATTEMPTS = "DELIVERY_ATTEMPTS"
 FAILURE_DESCRIPTION = "FAILURE_DESCRIPTION"
+# the qualified class name of the last exception a letterbox.client consumer nacked the
+# message for (failure/error_classes.py)
+FAILURE_ERROR_CLASS = "FAILURE_ERROR_CLASS"
 # ordered quarantine (failure/key_quarantine.py): the ORIGIN_MESSAGE_ID of the poisoned
 # message a parked message waited behind
 PARKED_BEHIND = "PARKED_BEHIND"
@@ -34,7 +37,9 @@ REASON_MAX_REDELIVERIES = "max-redeliveries"
 REASON_TERMINATED = "terminated"
 REASON_EXPIRED = "expired"
 REASON_PARKED_BEHIND = "parked-behind"
-DEAD_LETTER_REASONS = (REASON_MAX_REDELIVERIES, REASON_TERMINATED, REASON_EXPIRED, REASON_PARKED_BEHIND)
+REASON_NON_RETRYABLE = "non-retryable"  # a letterbox.client error class mapped non-retryable
+DEAD_LETTER_REASONS = (REASON_MAX_REDELIVERIES, REASON_TERMINATED, REASON_EXPIRED, REASON_PARKED_BEHIND,
+                       REASON_NON_RETRYABLE)
 
 
 def origin_message_id(ledger_id: int, entry_id: int, partition: int, batch_index: int) -> str:

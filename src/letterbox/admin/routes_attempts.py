@@ -5,7 +5,9 @@
 #        -> 200 {"topic", "subscription", "messageId", "acknowledged", "redeliveryCount",
 #                "source": "subscription"|"dead-letter"|"none", "attempts": [...],
 #                "deadLetter": {"topic", "messageId"} (source dead-letter only)}
-#   POST (same path) {"ending": "nack", "reason": "..."}   -> 200 {"announced": true|false}
+#   POST (same path) {"ending": "nack", "reason": "...", "errorClass"?: "...", "fingerprint"?: "...",
+#                     "rule"?: {"nonRetryable", "retryAfterMs", "maxAttempts"}}
+#        -> 200 {"announced": true|false}   (error classes: failure/error_classes.py)
 #
 # `messageId` is `ledger:entry:partition:batchIndex` (the ORIGIN_MESSAGE_ID
 # form; `ledger:entry` and `ledger:entry:partition` are accepted with -1 for
@@ -33,7 +35,9 @@ from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
 from letterbox.broker import dead_letter_topic_name, live_dead_letters_async
 from letterbox.errors import NotAllowed
+from letterbox.failure import PolicyError
 from letterbox.failure.attempts import ANNOUNCED_ENDINGS, MAX_REASON_CHARS, parse_attempts_property
+from letterbox.failure.error_classes import MAX_CLASS_CHARS, ErrorRule
 from letterbox.message_properties import (
     DEAD_LETTER_SUBSCRIPTION,
     DELIVERY_ATTEMPTS,
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
 ATTEMPTS_PATH = TOPIC_BASE + "/subscription/{subscription}/letterbox/attempts/{messageId}"
 _ID_RE = re.compile(r"([0-9]{1,18}):([0-9]{1,18})(?::(-?[0-9]{1,9})(?::(-?[0-9]{1,9}))?)?")
 ID_FORM = "ledger:entry:partition:batchIndex (e.g. 12:7:-1:-1)"
-ANNOUNCE_FIELDS = ("ending", "reason")
+ANNOUNCE_FIELDS = ("ending", "reason", "errorClass", "fingerprint", "rule")
 SCAN_YIELD_EVERY = 256  # dead letters looked at between two turns of the event loop
 
 
@@ -156,8 +160,27 @@ class AttemptRoutes:
             raise AdminError(400, "reason must be a string or null")
         if reason is not None and len(reason) > MAX_REASON_CHARS:
             raise AdminError(400, f"reason is {len(reason)} characters; at most {MAX_REASON_CHARS}")
+        error, rule = _error_class(body)
         cursor = sub.cursor
         if cursor.is_acked(entry) or (batch >= 0 and batch in cursor.acked_indexes(entry)):
             return web.json_response({"announced": False})
-        sub.redelivery.log.announce(entry, str(ending), reason)
+        sub.redelivery.log.announce(entry, str(ending), reason, error, rule)
         return web.json_response({"announced": True})
+
+
+def _error_class(body: dict[str, Any]) -> tuple[tuple[str, str | None] | None, ErrorRule | None]:
+    """The announcement's error class, fingerprint and rule; AdminError 400 naming a bad field."""
+    name, fingerprint = body.get("errorClass"), body.get("fingerprint")
+    if name is not None and (not isinstance(name, str) or not 0 < len(name) <= MAX_CLASS_CHARS):
+        raise AdminError(400, f"errorClass must be a string of 1 to {MAX_CLASS_CHARS} characters")
+    if fingerprint is not None and (not isinstance(fingerprint, str) or len(fingerprint) > 64):
+        raise AdminError(400, "fingerprint must be a string of at most 64 characters")
+    if fingerprint is not None and name is None:
+        raise AdminError(400, "fingerprint needs errorClass")
+    rule = None
+    if body.get("rule") is not None:
+        try:
+            rule = ErrorRule.from_json(body["rule"])
+        except PolicyError as exc:
+            raise AdminError(400, f"rule: {exc}") from None
+    return ((name, fingerprint) if name is not None else None), rule

@@ -21,7 +21,7 @@ from letterbox.client.property_errors import (
     check_consumer_properties,
     subscribe,
 )
-from letterbox.failure import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevels
+from letterbox.failure import DEFAULT_DELAY_LEVELS, DeadLetterPolicy, DelayLevels, ErrorRule
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS",
@@ -32,6 +32,7 @@ __all__ = [
     "CounterValues",
     "DeadLetterPolicy",
     "DelayLevels",
+    "ErrorRule",
     "RetryConsumer",
     "TerminateWithoutDeadLetterPolicy",
     "check_consumer_properties",

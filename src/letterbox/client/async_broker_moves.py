@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import aiohttp
 
@@ -50,9 +52,10 @@ class AsyncBrokerMoves:
         status, payload = await self._post(path, body)
         return move_answer(move, status, payload)
 
-    async def announce(self, topic: str, subscription: str, message_id: str, reason: str | None) -> bool:
+    async def announce(self, topic: str, subscription: str, message_id: str, reason: str | None,
+                       extra: Mapping[str, Any] | None = None) -> bool:
         """Announce a nack of `message_id` with `reason` (one try); True if recorded."""
-        path, body = announce_request(topic, subscription, message_id, reason)
+        path, body = announce_request(topic, subscription, message_id, reason, extra)
         status, payload = await self._post(path, body, retry_for=0.0)
         return announce_answer(message_id, status, payload)
 

@@ -32,7 +32,7 @@ from letterbox.client.async_broker_moves import AsyncBrokerMoves
 from letterbox.client.broker_moves import DEFAULT_RETRY_SECONDS, BrokerMoveError, Move
 from letterbox.client.produce_moves import AsyncProduceMoves, detect_log
 from letterbox.client.retry_core import RetryCore, retry_consumer_type
-from letterbox.failure import DeadLetterPolicy, DelayLevels
+from letterbox.failure import DeadLetterPolicy, DelayLevels, ErrorRule
 
 _CLOSE_WAIT_SECONDS = 5.0
 log = logging.getLogger("letterbox.client")
@@ -82,6 +82,7 @@ class AsyncRetryConsumer(RetryCore):
         enable_retry: bool = True,
         dead_letter_policy: DeadLetterPolicy | None = None,
         delay_levels: DelayLevels | None = None,
+        error_classes: Mapping[str, ErrorRule] | None = None,
         admin_url: str | None = None,
         auth_token: str | Callable[[], str] | None = None,
         tls_trust_certs_file_path: str | None = None,
@@ -92,7 +93,8 @@ class AsyncRetryConsumer(RetryCore):
         """Subscribe to `topic` (and its retry topic) and return the consumer."""
         self = cls(dict(
             topic=topic, subscription_name=subscription_name, enable_retry=enable_retry,
-            dead_letter_policy=dead_letter_policy, delay_levels=delay_levels, admin_url=admin_url,
+            dead_letter_policy=dead_letter_policy, delay_levels=delay_levels, error_classes=error_classes,
+            admin_url=admin_url,
             auth_token=auth_token, tls_trust_certs_file_path=tls_trust_certs_file_path,
             admin_auth=admin_auth, subscribe_kwargs=subscribe_kwargs,
         ), move_retry_seconds)
@@ -157,12 +159,16 @@ class AsyncRetryConsumer(RetryCore):
         """Acknowledge `msg` (from the topic or the retry topic)."""
         await self._consumer_of(msg).acknowledge(msg)
 
-    async def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None) -> None:
+    async def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None, *,
+                                   error: BaseException | None = None,
+                                   retry_after: timedelta | float | None = None) -> None:
         """Have `msg` redelivered after the negative-ack delay; counts as a delivery. The
-        nack and `reason` are announced to the broker first (as RetryConsumer's)."""
+        nack, `reason`, `error` and `retry_after` are announced to the broker first (as
+        RetryConsumer.negative_acknowledge's)."""
+        announcement = self.nack_announcement(msg, reason, error, retry_after)
         try:
             if self._atomic is not False:  # Apache Pulsar takes no announcement: the reason is dropped
-                await self._moves.announce(*self.nack_announcement(msg, reason))
+                await self._moves.announce(*announcement)
         except BrokerMoveError as exc:
             log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         await self._consumer_of(msg).negative_acknowledge(msg)

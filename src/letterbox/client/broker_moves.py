@@ -23,6 +23,7 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from letterbox.auth_options import AuthOptions
 from letterbox.topic_name import TopicName
@@ -70,12 +71,14 @@ def move_request(move: Move) -> tuple[str, bytes]:
     return path, body
 
 
-def announce_request(topic: str, subscription: str, message_id: str, reason: str | None) -> tuple[str, bytes]:
-    """The admin path and JSON body announcing a nack of `message_id` (with its reason)."""
+def announce_request(topic: str, subscription: str, message_id: str, reason: str | None,
+                     extra: Mapping[str, Any] | None = None) -> tuple[str, bytes]:
+    """The admin path and JSON body announcing a nack of `message_id` (with its reason and
+    `extra`: the error class fields, failure/error_classes.py)."""
     name = TopicName.parse(topic)
     sub = urllib.parse.quote(subscription, safe="")
     path = f"{name.admin_path}/subscription/{sub}/letterbox/attempts/{urllib.parse.quote(message_id, safe='')}"
-    return path, json.dumps({"ending": "nack", "reason": reason}).encode()
+    return path, json.dumps({"ending": "nack", "reason": reason, **(extra or {})}).encode()
 
 
 def probe_path(topic: str) -> str:
@@ -149,9 +152,10 @@ class BrokerMoves:
         status, payload = self._post(path, body)
         return move_answer(move, status, payload)
 
-    def announce(self, topic: str, subscription: str, message_id: str, reason: str | None) -> bool:
+    def announce(self, topic: str, subscription: str, message_id: str, reason: str | None,
+                 extra: Mapping[str, Any] | None = None) -> bool:
         """Announce a nack of `message_id` with `reason` (one try); True if recorded."""
-        path, body = announce_request(topic, subscription, message_id, reason)
+        path, body = announce_request(topic, subscription, message_id, reason, extra)
         status, payload = self._post(path, body, retry_for=0.0)
         return announce_answer(message_id, status, payload)
 

@@ -48,7 +48,7 @@ from letterbox.client.retry_core import (
     retry_consumer_type,
     retry_topic_name,
 )
-from letterbox.failure import DeadLetterPolicy, DelayLevels
+from letterbox.failure import DeadLetterPolicy, DelayLevels, ErrorRule
 
 __all__ = [
     "DEFAULT_ADMIN_URL",
@@ -93,6 +93,7 @@ class RetryConsumer(RetryCore):
         enable_retry: bool = True,
         dead_letter_policy: DeadLetterPolicy | None = None,
         delay_levels: DelayLevels | None = None,
+        error_classes: Mapping[str, ErrorRule] | None = None,
         admin_url: str | None = None,
         auth_token: str | Callable[[], str] | None = None,
         tls_trust_certs_file_path: str | None = None,
@@ -102,7 +103,8 @@ class RetryConsumer(RetryCore):
     ) -> None:
         super().__init__(
             "RetryConsumer", topic, subscription_name, enable_retry=enable_retry,
-            dead_letter_policy=dead_letter_policy, delay_levels=delay_levels, admin_url=admin_url,
+            dead_letter_policy=dead_letter_policy, delay_levels=delay_levels, error_classes=error_classes,
+            admin_url=admin_url,
             auth_token=auth_token, tls_trust_certs_file_path=tls_trust_certs_file_path,
             admin_auth=admin_auth, subscribe_kwargs=subscribe_kwargs,
         )
@@ -187,16 +189,23 @@ class RetryConsumer(RetryCore):
         """Acknowledge `msg` (from the topic or the retry topic)."""
         self._consumer_of(msg).acknowledge(msg)
 
-    def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None) -> None:
+    def negative_acknowledge(self, msg: pulsar.Message, reason: str | None = None, *,
+                             error: BaseException | None = None,
+                             retry_after: timedelta | float | None = None) -> None:
         """Have `msg` redelivered after the negative-ack delay; counts as a delivery.
 
         The nack, and `reason` if given, go into the message's delivery attempt log on
-        the broker (and into its dead letter's FAILURE_DESCRIPTION, if it dies). The
-        announcement is tried once; if the broker cannot be reached the nack is still
-        made (the broker then records this attempt as an ack timeout)."""
+        the broker (and into its dead letter's FAILURE_DESCRIPTION, if it dies). `error`:
+        the exception the handler failed with: its class, message (the reason when none
+        is given) and stack fingerprint are recorded too, and the rule `error_classes`
+        maps its class to (non-retryable, retry-after, a maximum of attempts) applies.
+        `retry_after` (a timedelta or seconds): the next delivery waits that long on the
+        broker. The announcement is tried once; if the broker cannot be reached the nack
+        is still made (the broker then records this attempt as an ack timeout)."""
+        announcement = self.nack_announcement(msg, reason, error, retry_after)  # bad arguments raise first
         try:
             if self._atomic is not False:  # Apache Pulsar takes no announcement: the reason is dropped
-                self._moves.announce(*self.nack_announcement(msg, reason))
+                self._moves.announce(*announcement)
         except BrokerMoveError as exc:
             log.warning("nack of %s not announced (recorded as an ack timeout): %s", msg.message_id(), exc)
         self._consumer_of(msg).negative_acknowledge(msg)

@@ -42,6 +42,8 @@ from letterbox.failure import (
 )
 from letterbox.failure.attempts import clip_reason
 from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES, consumer_properties_of
+from letterbox.failure.error_classes import ErrorRule, check_rules, error_info, match_rule
+from letterbox.failure.error_classes import delay_ms as error_delay_ms
 from letterbox.message_properties import (
     ORIGIN_MESSAGE_ID,
     REAL_TOPIC,
@@ -93,6 +95,7 @@ class RetryCore:
         dead_letter_policy: DeadLetterPolicy | None,
         delay_levels: DelayLevels | None,
         admin_url: str | None,
+        error_classes: Mapping[str, ErrorRule] | None = None,
         auth_token: str | Callable[[], str] | None,
         tls_trust_certs_file_path: str | None,
         admin_auth: AuthOptions | None,
@@ -107,6 +110,8 @@ class RetryCore:
         self.subscription_name = subscription_name
         self.dead_letter_policy = dlp = dead_letter_policy
         self.delay_levels = delay_levels or DelayLevels()
+        # exception class name -> what it means (resolved here, against the class's MRO)
+        self.error_classes = check_rules(error_classes or {})
         self.max_reconsume_times = dlp.max_redeliver_count if dlp else DEFAULT_MAX_RECONSUME_TIMES
         self.dead_letter_topic = str(TopicName.parse(dlp.dead_letter_topic)) if dlp and dlp.dead_letter_topic \
             else dead_letter_topic_name(self.topic, subscription_name)
@@ -206,12 +211,32 @@ class RetryCore:
         if terminated:
             self._counters.terms.inc()
 
-    def nack_announcement(self, msg: pulsar.Message, reason: str | None) -> tuple[str, str, str, str | None]:
-        """What announces a nack of `msg` to the broker: topic, subscription, message id and
-        the reason (at most letterbox.failure.attempts.MAX_REASON_CHARS characters)."""
+    def nack_announcement(self, msg: pulsar.Message, reason: str | None, error: BaseException | None = None,
+                          retry_after: timedelta | float | None = None
+                          ) -> tuple[str, str, str, str | None, dict[str, Any]]:
+        """What announces a nack of `msg` to the broker: topic, subscription, message id, the
+        reason (at most letterbox.failure.attempts.MAX_REASON_CHARS characters; the error's
+        message when none is given) and the error class fields (errorClass, fingerprint and
+        the matched rule, with `retry_after` overriding its delay)."""
         if reason is not None and not isinstance(reason, str):
             raise TypeError(f"reason must be a str or None, got {type(reason).__name__}")
-        return msg.topic_name(), self.subscription_name, message_id_text(msg), clip_reason(reason)
+        if error is not None and not isinstance(error, BaseException):
+            raise TypeError(f"error must be an exception, got {type(error).__name__}")
+        extra: dict[str, Any] = {}
+        rule: ErrorRule | None = None
+        if error is not None:
+            info = error_info(error)
+            extra = {"errorClass": info.error_class, "fingerprint": info.fingerprint}
+            if reason is None:
+                reason = info.message
+            matched = match_rule(type(error), self.error_classes)
+            rule = matched[1] if matched is not None else None
+        if retry_after is not None:
+            ms = error_delay_ms(retry_after)
+            rule = replace(rule, retry_after_ms=ms) if rule is not None else ErrorRule(retry_after_ms=ms)
+        if rule is not None:
+            extra["rule"] = rule.to_json()
+        return msg.topic_name(), self.subscription_name, message_id_text(msg), clip_reason(reason), extra
 
     def count_nack(self) -> None:
         self._counters.nack.inc()

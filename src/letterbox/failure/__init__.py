@@ -15,6 +15,7 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
 - attempts.py   Attempt and its endings (mapped from the events), the attempt log's rows,
                 DELIVERY_ATTEMPTS
 - circuit.py    outage detection: the circuit breaker's state machine (CircuitPolicy, Circuit)
+- error_classes.py  ErrorRule (non-retryable, retry-after, max attempts) and ErrorInfo of an exception
 - consumer_properties.py  the `letterbox.*` consumer properties that set a policy
 - decide.py     decide(state, event, policy, now) -> Deliver | DeliverAt | DeadLetter
                 | Acknowledge | Refuse, for every event; decide_redeliveries(...) the same
@@ -56,6 +57,7 @@ from letterbox.failure.decide import (
     decide_redeliveries,
 )
 from letterbox.failure.durations import duration_label, parse_duration_ms, parse_seconds
+from letterbox.failure.error_classes import ErrorInfo, ErrorRule, error_info, match_rule
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import (
     DEFAULT_DELAY_LEVELS,
@@ -123,6 +125,8 @@ __all__ = [
     "DeliverAt",
     "DeliveryState",
     "Dispatch",
+    "ErrorInfo",
+    "ErrorRule",
     "Event",
     "Expired",
     "FailurePolicy",
@@ -149,7 +153,9 @@ __all__ = [
     "decide_redeliveries",
     "declares_policy",
     "duration_label",
+    "error_info",
     "explicit_delay_ms",
+    "match_rule",
     "origin_stamps",
     "parse_duration_ms",
     "parse_seconds",

@@ -8,7 +8,9 @@
 # the failure core's Event types (ending_for). The storage keeps each
 # message's attempts as compact JSON rows (`encode_rows` / `decode_rows`):
 #     [delivered_at_ms, ended_at_ms, consumer, address, ending, reason]
-# with 0 for an unknown time and null for no reason; a dead letter carries
+# with 0 for an unknown time and null for no reason, and two more values,
+# [..., error_class, fingerprint], when a letterbox.client consumer named the
+# exception it failed with (error_classes.py); a dead letter carries
 # them as the DELIVERY_ATTEMPTS property (`attempts_property`: a JSON list of
 # objects with the REST field names).
 # Invariants: a log holds at most its limit of attempts, the oldest dropped
@@ -65,14 +67,20 @@ class Attempt:
     address: str | None
     ending: str
     reason: str | None = None
+    error_class: str | None = None
+    fingerprint: str | None = None
 
     def to_row(self) -> list[Any]:
-        return [self.delivered_at_ms, self.ended_at_ms, self.consumer, self.address, self.ending, self.reason]
+        row = [self.delivered_at_ms, self.ended_at_ms, self.consumer, self.address, self.ending, self.reason]
+        if self.error_class is not None or self.fingerprint is not None:
+            row += [self.error_class, self.fingerprint]
+        return row
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Attempt:
-        delivered, ended, consumer, address, ending, reason = row
-        return cls(int(delivered), int(ended), consumer, address, str(ending), reason)
+        delivered, ended, consumer, address, ending, reason = row[:6]
+        error_class, fingerprint = (row[6], row[7]) if len(row) >= 8 else (None, None)
+        return cls(int(delivered), int(ended), consumer, address, str(ending), reason, error_class, fingerprint)
 
     def to_json(self) -> dict[str, Any]:
         """The REST and DELIVERY_ATTEMPTS shape (times in ms since the epoch, null when unknown)."""
@@ -83,6 +91,8 @@ class Attempt:
             "address": self.address,
             "ending": self.ending,
             "reason": self.reason,
+            **({"errorClass": self.error_class, "fingerprint": self.fingerprint}
+               if self.error_class is not None or self.fingerprint is not None else {}),
         }
 
     @classmethod
@@ -90,7 +100,8 @@ class Attempt:
         """An attempt from DELIVERY_ATTEMPTS text (which any producer on a dead letter topic
         can write): a field of the wrong type or out of range reads as unknown."""
         return cls(_time_ms(doc.get("deliveredAt")), _time_ms(doc.get("endedAt")), _text(doc.get("consumer")),
-                   _text(doc.get("address")), _text(doc.get("ending")) or "", _text(doc.get("reason")))
+                   _text(doc.get("address")), _text(doc.get("ending")) or "", _text(doc.get("reason")),
+                   _text(doc.get("errorClass")), _text(doc.get("fingerprint")))
 
 
 MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later is not a time
@@ -180,10 +191,12 @@ def attempts_property_rows(rows: Sequence[Sequence[Any]]) -> str:
     same text, without making an Attempt per row (one per dead letter and attempt) and
     without json.dumps's per-call set-up: each object written as json.dumps would."""
     out = []
-    for d, e, c, a, n, r in rows:
+    for row in rows:
+        d, e, c, a, n, r = row[:6]
         d, e = int(d), int(e)
+        extra = f',"errorClass":{_json_value(row[6])},"fingerprint":{_json_value(row[7])}' if len(row) >= 8 else ""
         out.append(f'{{"deliveredAt":{d or "null"},"endedAt":{e or "null"},"consumer":{_json_value(c)},'
-                   f'"address":{_json_value(a)},"ending":{_json_string(str(n))},"reason":{_json_value(r)}}}')
+                   f'"address":{_json_value(a)},"ending":{_json_string(str(n))},"reason":{_json_value(r)}{extra}}}')
     return _within_budget(out)
 
 
@@ -205,6 +218,16 @@ def parse_attempts_property(value: str | None) -> list[Attempt]:
     except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return []
     return [Attempt.from_json(d) for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
+
+
+def last_error_class(attempts: Sequence[Attempt]) -> str | None:
+    """The error class of the latest attempt that has one."""
+    return next((a.error_class for a in reversed(attempts) if a.error_class), None)
+
+
+def last_row_error_class(rows: Sequence[Sequence[Any]]) -> str | None:
+    """last_error_class() of stored rows."""
+    return next((str(r[6]) for r in reversed(rows) if len(r) >= 8 and r[6]), None)
 
 
 def last_reason(attempts: list[Attempt]) -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+from letterbox.failure.error_classes import ErrorRule
 from letterbox.failure.errors import PolicyError
 from letterbox.failure.limits import MAX_DELAY_SECONDS
 from letterbox.failure.naming import TopicRole
@@ -35,7 +36,12 @@ from letterbox.failure.policies import (
     RetryPolicy,
     explicit_delay_ms,
 )
-from letterbox.message_properties import REASON_EXPIRED, REASON_MAX_REDELIVERIES, REASON_TERMINATED
+from letterbox.message_properties import (
+    REASON_EXPIRED,
+    REASON_MAX_REDELIVERIES,
+    REASON_NON_RETRYABLE,
+    REASON_TERMINATED,
+)
 
 
 class SubscriptionType(enum.IntEnum):
@@ -65,7 +71,10 @@ class DeliveryState:
 # --- events --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Nack:
-    """The consumer negatively acknowledged the message."""
+    """The consumer negatively acknowledged the message; `rule`: what a letterbox.client
+    consumer said of its error class (error_classes.py), None for a plain nack."""
+
+    rule: ErrorRule | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,8 @@ def dead_letter_policy_for(state: DeliveryState, policy: FailurePolicy) -> DeadL
 
 def decide(state: DeliveryState, event: Event, policy: FailurePolicy, now_ms: int) -> Outcome:
     """What happens to one message on `event`; see the module comment."""
+    if isinstance(event, Nack) and event.rule is not None:
+        return _classified(state, event.rule, policy, now_ms)
     if isinstance(event, REDELIVERY_EVENTS):
         return _redelivered(state, policy, now_ms, backoff=True)
     if isinstance(event, ConsumerGone):
@@ -246,6 +257,23 @@ def decide_redeliveries(
     dl = dead_letter_policy_for(shared, policy)
     limit = dl.max_redeliver_count if dl is not None else None
     return [_redelivery(c, t, limit, backoff, now_ms) for c, t in zip(counts, last_delivery_ms, strict=True)]
+
+
+def _classified(state: DeliveryState, rule: ErrorRule, policy: FailurePolicy, now_ms: int) -> Outcome:
+    """A nack whose error class has a rule: non-retryable dead-letters now, a class maximum
+    of attempts replaces the policy's, retry-after sets the next delivery time (from now).
+    Without a dead letter policy nothing is dead-lettered (the rule's delay still applies)."""
+    dl = dead_letter_policy_for(state, policy)
+    count = state.redelivery_count + 1
+    if dl is not None:
+        if rule.non_retryable:
+            return DeadLetter(REASON_NON_RETRYABLE, count)
+        # max_attempts failed attempts: the count (failures so far) reaches it
+        if count > (rule.max_attempts - 1 if rule.max_attempts is not None else dl.max_redeliver_count):
+            return _dead_letter(count)
+    if rule.retry_after_ms is not None:
+        return DeliverAt(now_ms + rule.retry_after_ms, rule.retry_after_ms, count)
+    return _redelivery(state.redelivery_count, state.last_delivery_ms, None, policy.backoff, now_ms)
 
 
 def _redelivered(state: DeliveryState, policy: FailurePolicy, now_ms: int, backoff: bool) -> Outcome:

@@ -9,6 +9,7 @@
 #   DEAD_LETTER  DEAD_LETTER_REASON _TIME _SUBSCRIPTION _DESCRIPTION,
 #                DELIVERY_COUNT FIRST_DELIVERY_TIME LAST_DELIVERY_TIME,
 #                DELIVERY_ATTEMPTS FAILURE_DESCRIPTION (the attempt log, the client's text),
+#                FAILURE_ERROR_CLASS (the last exception class a letterbox.client named),
 #                PARKED_BEHIND (the ordered quarantine's park)
 #                added by a dead-letter move (broker, admin move, pipeline Fail)
 #   REDRIVE_REMOVES = RETRY | DEAD_LETTER: a redriven message starts over, with
@@ -25,7 +26,9 @@ from letterbox.failure.attempts import (
     attempts_property,
     attempts_property_rows,
     clip_reason,
+    last_error_class,
     last_reason,
+    last_row_error_class,
 )
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
@@ -36,6 +39,7 @@ from letterbox.message_properties import (
     DELIVERY_ATTEMPTS,
     DELIVERY_COUNT,
     FAILURE_DESCRIPTION,
+    FAILURE_ERROR_CLASS,
     FIRST_DELIVERY_TIME,
     LAST_DELIVERY_TIME,
     ORIGIN_MESSAGE_ID,
@@ -51,7 +55,7 @@ RETRY_STAMPS = frozenset({RECONSUMETIMES, DELAY_TIME, RETRY_TOPIC})
 DEAD_LETTER_STAMPS = frozenset({
     DEAD_LETTER_REASON, DEAD_LETTER_TIME, DEAD_LETTER_SUBSCRIPTION, DEAD_LETTER_DESCRIPTION,
     DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME, DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION,
-    PARKED_BEHIND,
+    FAILURE_ERROR_CLASS, PARKED_BEHIND,
 })
 REDRIVE_REMOVES = RETRY_STAMPS | DEAD_LETTER_STAMPS
 FAILURE_KEYS = ORIGIN_STAMPS | REDRIVE_REMOVES
@@ -112,10 +116,14 @@ def dead_letter_stamps(
         if attempt_rows:
             out[DELIVERY_ATTEMPTS] = attempts_property_rows(attempt_rows)
         latest = next((r[5] for r in reversed(attempt_rows) if r[5]), None)
+        error_class = last_row_error_class(attempt_rows)
     else:
         if attempts:
             out[DELIVERY_ATTEMPTS] = attempts_property(list(attempts))
         latest = last_reason(list(attempts))
+        error_class = last_error_class(attempts)
+    if error_class:
+        out[FAILURE_ERROR_CLASS] = error_class
     text = clip_reason(description) or latest
     if text:
         out[FAILURE_DESCRIPTION] = text

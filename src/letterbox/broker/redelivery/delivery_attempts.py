@@ -15,6 +15,9 @@
 # Failover the official clients ask for ALL unacked messages again on a nack
 # (or an ack timeout): every message then gets an attempt (and a count), except
 # that an announced nack in such a request names the one that failed.
+# An announcement may name the exception's class and stack fingerprint (written
+# in the attempt's row) and the rule its client matched for that class
+# (failure/error_classes.py; `rules` hands them to the redelivery decision).
 # Invariants: announcements are in memory only and bounded (MAX_ANNOUNCED
 # per subscription, the oldest dropped); one is used by the first redelivery
 # or consumer-gone of its entry (an acked entry's stays until pushed out: the
@@ -35,12 +38,14 @@ from letterbox.failure.attempts import (
     last_reason,
 )
 from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES
+from letterbox.failure.error_classes import ErrorRule
 from letterbox.message_properties import REASON_EXPIRED, REASON_TERMINATED
 
 if TYPE_CHECKING:
     from letterbox.broker.redelivery.tracked import TrackedConsumer, TrackedSubscription
 
 MAX_ANNOUNCED = 10_000
+Announced = tuple[str, "str | None", "tuple[str, str | None] | None", "ErrorRule | None"]
 # the attempt a dead-letter move of this reason ends with (max-redeliveries: the
 # failing delivery was recorded by the redelivery that decided it)
 _FINAL_ENDING = {REASON_TERMINATED: TERMINATED, REASON_EXPIRED: EXPIRED}
@@ -49,16 +54,31 @@ _FINAL_ENDING = {REASON_TERMINATED: TERMINATED, REASON_EXPIRED: EXPIRED}
 class DeliveryAttempts:
     def __init__(self, sub: TrackedSubscription) -> None:
         self.sub = sub
-        self._announced: dict[int, tuple[str, str | None]] = {}  # entry id -> (ending, reason)
+        # entry id -> (ending, reason, (error class, fingerprint) or None, rule or None)
+        self._announced: dict[int, Announced] = {}
 
     # --- recording ------------------------------------------------------------------
-    def announce(self, entry_id: int, ending: str, reason: str | None) -> None:
-        """A letterbox client is about to nack `entry_id`, for `reason`."""
+    def announce(self, entry_id: int, ending: str, reason: str | None, error: tuple[str, str | None] | None = None,
+                 rule: ErrorRule | None = None) -> None:
+        """A letterbox client is about to nack `entry_id`, for `reason` (`error`: the
+        exception's class and stack fingerprint; `rule`: what its class means)."""
         announced = self._announced
         announced.pop(entry_id, None)
         if len(announced) >= MAX_ANNOUNCED:
             del announced[next(iter(announced))]
-        announced[entry_id] = (ending, clip_reason(reason))
+        announced[entry_id] = (ending, clip_reason(reason), error, rule)
+
+    def rules(self, entry_ids: list[int]) -> dict[int, ErrorRule]:
+        """The announced error-class rules of these entries (before record() uses them up)."""
+        announced = self._announced
+        if not announced:
+            return {}
+        out = {}
+        for eid in entry_ids:
+            said = announced.get(eid)
+            if said is not None and said[3] is not None:
+                out[eid] = said[3]
+        return out
 
     def record(self, entry_ids: list[int], event: Event, consumer: TrackedConsumer | None) -> None:
         """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
@@ -87,7 +107,10 @@ class DeliveryAttempts:
                 ending, reason = ending_for(event, said[0], announces), said[1]
             # a row as Attempt.to_row lays it out, added without re-encoding the log
             t = times.get(eid)
-            rows.append((eid, (t[1] if t is not None else 0, now, name, address, ending, reason)))
+            row: tuple[Any, ...] = (t[1] if t is not None else 0, now, name, address, ending, reason)
+            if said is not None and said[2] is not None:
+                row += said[2]
+            rows.append((eid, row))
         cursor.add_attempts(rows, limit)
 
     # --- reading ----------------------------------------------------------------------

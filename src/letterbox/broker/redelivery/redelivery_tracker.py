@@ -94,6 +94,12 @@ class RedeliveryTracker:
         outcomes = failure.decide_redeliveries(
             [count(e) for e in entry_ids], [times(e)[1] for e in entry_ids], self.shared_state(), event,
             self.sub.policy, self.now_ms())
+        rules = self.log.rules(entry_ids)  # error classes a letterbox.client named (error_classes.py)
+        if rules:
+            for i, eid in enumerate(entry_ids):
+                rule = rules.get(eid)
+                if rule is not None:
+                    outcomes[i] = failure.decide(self.state(eid), failure.Nack(rule), self.sub.policy, self.now_ms())
         self.log.record(entry_ids, event, consumer)
         cursor.increment_redelivery(entry_ids)
         self._apply(dict(zip(entry_ids, outcomes, strict=True)), uncounted)
