@@ -135,7 +135,7 @@ def test_stamps_table() -> None:
         "user": "1", mp.REAL_TOPIC: "t", mp.ORIGIN_MESSAGE_ID: "1:2:-1:-1", mp.ORIGIN_PUBLISH_TIME: "5",
         **retry_stamps(3, 1000, "t-s-RETRY"),
         **dead_letter_stamps("terminated", 9, "s", 4, 1, 2, "why",
-                             attempts=[Attempt(1, 2, "c", "127.0.0.1:1", "terminated", "why")]),
+                             attempts=[Attempt(1, 2, "c", "127.0.0.1:1", "terminated", "why", "ValueError", "0123abcd4567")]),
         mp.PARKED_BEHIND: "1:1:-1:-1",  # the ordered quarantine's park adds it to a dead letter
     }
     assert set(props) - {"user"} == FAILURE_KEYS  # every stamp a move can add is in the table
