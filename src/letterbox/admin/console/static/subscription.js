@@ -39,7 +39,8 @@ export async function subscriptionView(root, tenant, ns, topic, sub) {
         h("p", { id, style: "font-size: 1.6rem; margin: 0" }, fmtNum(value)));
       clear(now).append(card("backlog", s.msgBacklog, "sub-backlog"), card("unacked", s.unackedMessages, "sub-unacked"),
         card("delayed", s.msgDelayed, "sub-delayed"), card("redeliveries / s", s.msgRateRedeliver, "sub-redeliver"),
-        card("type", s.type || "–", "sub-type"));
+        card("type", s.type || "–", "sub-type"),
+        card("circuit", s.letterboxCircuit ? s.letterboxCircuit.state : "off", "sub-circuit"));
       clear(charts).append(
         h("div", { class: "card", id: "chart-backlog" }, h("h2", {}, "Backlog"),
           lineChart(samples.map((x) => [x.t, x.backlog]), { title: "backlog over time" })),
