@@ -131,3 +131,27 @@ def test_bad_arguments_are_refused_naming_them() -> None:
         check_rules({"ValueError": "non-retryable"})  # type: ignore[dict-item]
     assert match_rule(DbTimeout, RULES) == ("TimeoutError", RULES["TimeoutError"])
     assert match_rule(LookupError, RULES) is None
+
+
+def test_announcement_with_a_bad_error_field_is_refused_naming_it(manual_broker: BrokerProcess) -> None:
+    b = manual_broker
+    client = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        topic = new_topic("errclass-bad")
+        consumer = client.subscribe(topic, "work")
+        client.create_producer(topic).send(b"m")
+        mid = consumer.receive(5000).message_id()
+        path = ("/admin/v2/" + topic.replace("://", "/")
+                + f"/subscription/work/letterbox/attempts/{mid.ledger_id()}:{mid.entry_id()}")
+        for body, named in (({"ending": "nack", "errorClass": 5}, "errorClass"),
+                            ({"ending": "nack", "fingerprint": "ab"}, "fingerprint needs errorClass"),
+                            ({"ending": "nack", "rule": {"retryAfterMs": 0}}, "retry_after"),
+                            ({"ending": "nack", "rule": {"later": 1}}, "later")):
+            status, answer = call(b.admin_url, "POST", path, json.dumps(body))
+            assert status == 400 and named in answer["reason"], (body, answer)
+        status, answer = call(b.admin_url, "POST", path, json.dumps(
+            {"ending": "nack", "errorClass": "ValueError", "fingerprint": "0123abcd4567",
+             "rule": {"nonRetryable": True}}))
+        assert status == 200 and answer == {"announced": True}
+    finally:
+        client.close()

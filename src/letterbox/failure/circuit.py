@@ -20,7 +20,9 @@
 # the broker holds one Circuit per subscription with its timer and applies the
 # Verdicts and Transitions (broker/redelivery/circuit_breaker.py).
 # Invariants: the window holds only deliveries that ended within `window_ms` of
-# the latest event; it is empty whenever the circuit is not closed; at most one
+# the latest event (successes merged per 1/64 of the window, so their memory is
+# bounded; failures one per delivery, at most MAX_WINDOW_FAILURES, the oldest
+# dropped first); it is empty whenever the circuit is not closed; at most one
 # probe is out, and only in half-open.
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ DEFAULT_MIN_DELIVERIES = 20
 DEFAULT_WINDOW_MS = 30_000
 DEFAULT_MIN_DISTINCT = 5
 DEFAULT_COOLDOWN_MS = 30_000
+MAX_WINDOW_FAILURES = 100_000
 
 
 class CircuitState(enum.Enum):
@@ -124,7 +127,11 @@ class Circuit:
         """`n` deliveries were acknowledged (`entry_ids`: the acknowledged entries, looked
         at only while a probe is out)."""
         if self.state is CircuitState.CLOSED:
-            self._successes.append((now_ms, n))
+            successes = self._successes
+            if successes and now_ms - successes[-1][0] < max(self.policy.window_ms >> 6, 1):
+                successes[-1] = (successes[-1][0], successes[-1][1] + n)  # (expires with its bucket's start)
+            else:
+                successes.append((now_ms, n))
             self._ok += n
             self._prune(now_ms)
             return None
@@ -147,10 +154,12 @@ class Circuit:
                 t = self._move(CircuitState.OPEN, REOPEN, now_ms, f"probe {self.probe} failed")
                 return Verdict(False, transition=t)
             return NOT_COUNTED
-        failed = self._failed
+        failed, failures = self._failed, self._failures
         for eid in entry_ids:
-            self._failures.append((now_ms, eid))
+            failures.append((now_ms, eid))
             failed[eid] = failed.get(eid, 0) + 1
+        while len(failures) > MAX_WINDOW_FAILURES:
+            self._drop_oldest_failure()
         self._prune(now_ms)
         n_failed = len(self._failures)
         total = n_failed + self._ok
@@ -225,9 +234,12 @@ class Circuit:
         while successes and successes[0][0] <= horizon:
             self._ok -= successes.popleft()[1]
         while failures and failures[0][0] <= horizon:
-            eid = failures.popleft()[1]
-            k = self._failed[eid] - 1
-            if k:
-                self._failed[eid] = k
-            else:
-                del self._failed[eid]
+            self._drop_oldest_failure()
+
+    def _drop_oldest_failure(self) -> None:
+        eid = self._failures.popleft()[1]
+        k = self._failed[eid] - 1
+        if k:
+            self._failed[eid] = k
+        else:
+            del self._failed[eid]
