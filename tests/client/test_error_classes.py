@@ -155,3 +155,27 @@ def test_announcement_with_a_bad_error_field_is_refused_naming_it(manual_broker:
         assert status == 200 and answer == {"announced": True}
     finally:
         client.close()
+
+
+def test_non_retryable_failures_of_many_messages_are_not_an_outage(manual_broker: BrokerProcess) -> None:
+    b = manual_broker
+    client = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        topic = new_topic("errclass-many")
+        consumer = RetryConsumer(client, topic, "work", enable_retry=False, admin_url=b.admin_url,
+                                 dead_letter_policy=DeadLetterPolicy(max_redeliver_count=3), error_classes=RULES,
+                                 negative_ack_redelivery_delay_ms=10,
+                                 properties={"letterbox.circuit.enabled": "true"})
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(30):
+            producer.send(b"bad%d" % i)
+        for _ in range(30):
+            consumer.negative_acknowledge(consumer.receive(10_000), error=fail_with(ValueError("bad row")))
+        dead = dlq_messages(client, dead_letter_topic_name(topic, "work"), 30)
+        assert len(dead) == 30 and {m.properties()["DEAD_LETTER_REASON"] for m in dead} == {"non-retryable"}
+        status, state = call(b.admin_url, "GET", "/admin/v2/" + topic.replace("://", "/")
+                             + "/subscription/work/letterbox/circuit")
+        assert status == 200 and state["state"] == "closed" and state["trips"] == 0
+        consumer.close()
+    finally:
+        client.close()

@@ -86,15 +86,21 @@ class RedeliveryTracker:
         self.msg_redelivered += len(entry_ids)
         cursor = self.sub.cursor
         count, times = cursor.redelivery_count, cursor.deliveries.delivery_times
-        verdict = self.circuit.failed(entry_ids)
+        rules = self.log.rules(entry_ids)  # error classes a letterbox.client named (error_classes.py)
+        # a failure the consumer declared non-retryable says "this message is bad", not "we are
+        # down": it stays out of the outage window and is dead-lettered even while the circuit is open
+        declared = {e for e, r in rules.items() if r.non_retryable} if rules else set()
+        suspects = [e for e in entry_ids if e not in declared] if declared else entry_ids
+        verdict = self.circuit.failed(suspects) if suspects else None
         if verdict is not None and not verdict.counted:
-            self.log.record(entry_ids, event, consumer)
-            self._not_counted(entry_ids, verdict, uncounted)
-            return
+            self.log.record(suspects, event, consumer)
+            self._not_counted(suspects, verdict, uncounted)
+            if not declared:
+                return
+            entry_ids, uncounted = [e for e in entry_ids if e in declared], None
         outcomes = failure.decide_redeliveries(
             [count(e) for e in entry_ids], [times(e)[1] for e in entry_ids], self.shared_state(), event,
             self.sub.policy, self.now_ms())
-        rules = self.log.rules(entry_ids)  # error classes a letterbox.client named (error_classes.py)
         if rules:
             for i, eid in enumerate(entry_ids):
                 rule = rules.get(eid)
