@@ -54,6 +54,8 @@ def run_outage(b: BrokerProcess, n: int, poison: bool) -> tuple[dict[str, Any], 
         acked: set[bytes] = set()
         healthy = n - (1 if poison else 0)
         idle = 0
+        first: str | None = None
+        logs_seen = False
         dead: list[bytes] = []
         while len(acked) < healthy or (poison and not dead):
             if len(acked) == healthy:  # only the poison message is left: it must reach the DLQ
@@ -70,9 +72,18 @@ def run_outage(b: BrokerProcess, n: int, poison: bool) -> tuple[dict[str, Any], 
                                    f"dlq backlog {sub_stats(b, topic + '-work-DLQ', 'look')['msgBacklog']}")
                 state = circuit(b, topic, "work")
                 if state["state"] == "open":
+                    if not logs_seen:  # the trip's row in the attempt log of a message it gave counts back
+                        status, log = call(b.admin_url, "GET", "/admin/v2/" + topic.replace("://", "/")
+                                           + f"/subscription/work/letterbox/attempts/{first}")
+                        assert status == 200 and "circuit-open" in [a["ending"] for a in log["attempts"]], log
+                        assert log["redeliveryCount"] == 0  # its pre-outage count
+                        logs_seen = True
                     now = advance(b, max(state["probeAt"] - now, 0))
                 continue
             idle = 0
+            if first is None:
+                mid = msg.message_id()
+                first = f"{mid.ledger_id()}:{mid.entry_id()}"
             if msg.data() == b"poison" or now < recover_at:
                 consumer.negative_acknowledge(msg)
             else:
@@ -83,6 +94,7 @@ def run_outage(b: BrokerProcess, n: int, poison: bool) -> tuple[dict[str, Any], 
                 dead.append(dlq.receive(300).data())
             except pulsar.Timeout:
                 break
+        assert logs_seen
         assert sub_stats(b, topic, "work")["msgBacklog"] == 0  # every message acked (or dead-lettered)
         return circuit(b, topic, "work"), dead, recover_at
     finally:

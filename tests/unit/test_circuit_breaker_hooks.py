@@ -54,6 +54,7 @@ def test_every_change_goes_through_on_change_in_order() -> None:
     assert (3, "circuit-probe") in [(eid, row[4]) for eid, row in sub.cursor.rows]
     breaker.succeeded([3], 1)
     assert breaker.state is CircuitState.CLOSED and closed == [True]
+    assert {eid for eid, row in sub.cursor.rows if row[4] == "circuit-closed"} == {1, 2, 3, 4, 5}
     assert [t.cause for t in seen] == ["trip", "probe", "close"]
     breaker.force(CircuitState.OPEN)
     breaker.force(CircuitState.CLOSED)

@@ -43,10 +43,11 @@ CONSUMER_GONE = "consumer-gone"
 TERMINATED = "terminated"
 EXPIRED = "expired"
 # the circuit breaker's rows (circuit.py): a trip (on the messages whose failures in the
-# window were given back) and the probe sent in half-open
+# window were given back), the probe sent in half-open, and the close
 CIRCUIT_TRIP = "circuit-open"
 CIRCUIT_PROBE = "circuit-probe"
-ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED, CIRCUIT_TRIP, CIRCUIT_PROBE)
+CIRCUIT_CLOSE = "circuit-closed"  # on the messages of the trip still unacknowledged when it closes
+ENDINGS = (ACK, NACK, ACK_TIMEOUT, CONSUMER_GONE, TERMINATED, EXPIRED, CIRCUIT_TRIP, CIRCUIT_PROBE, CIRCUIT_CLOSE)
 # the endings a client announces before it performs them (a terminate's reason
 # travels with its move instead)
 ANNOUNCED_ENDINGS = (NACK,)

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from letterbox.failure.attempts import CIRCUIT_PROBE, CIRCUIT_TRIP
+from letterbox.failure.attempts import CIRCUIT_CLOSE, CIRCUIT_PROBE, CIRCUIT_TRIP
 from letterbox.failure.circuit import (
     TRIP,
     Circuit,
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from letterbox.clock import Clock, Timer
 
 HISTORY = 20  # transitions kept per subscription (stats and the admin API show them)
+MAX_TRIPPED = 100_000  # messages of a trip remembered for their `circuit-closed` row
 # the /metrics family of circuit_gauge (admin/metrics.py)
 CIRCUIT_FAMILY = ("letterbox_subscription_circuit_state", "gauge",
                   "The subscription's circuit breaker: 0 closed (or off), 1 open, 2 half-open (probing)")
@@ -49,6 +50,7 @@ class CircuitBreaker:
         self.history: deque[Transition] = deque(maxlen=HISTORY)
         self.on_change: CircuitListener | None = None
         self._timer: Timer | None = None
+        self._tripped: set[int] = set()  # the messages of the last trip (their close row)
 
     def _current(self) -> Circuit | None:
         policy: CircuitPolicy | None = self.sub.policy.circuit
@@ -124,22 +126,30 @@ class CircuitBreaker:
     def _changed(self, t: Transition, entry_ids: list[int]) -> None:
         self.history.append(t)
         if t.after is CircuitState.OPEN:
-            for eid in entry_ids:
-                self._row(eid, CIRCUIT_TRIP, f"circuit {t.cause}: {t.detail}; "
-                          "failures while open are not counted")
+            reason = f"circuit {t.cause}: {t.detail}; failures while open are not counted"
+            self._rows(entry_ids, CIRCUIT_TRIP, reason)
+            if t.cause == TRIP:
+                self._tripped = set(entry_ids[:MAX_TRIPPED])
             self._arm()
         else:
             self._drop_timer()
             if t.after is CircuitState.CLOSED:
+                tripped, self._tripped = self._tripped, set()
+                self._rows(sorted(tripped), CIRCUIT_CLOSE, f"circuit closed ({t.cause}): {t.detail}")
                 self._closed()
             self.sub.dispatcher.schedule()
         if self.on_change is not None:
             self.on_change(self.sub, t)
 
     def _row(self, entry_id: int, ending: str, reason: str) -> None:
-        now = self.clock.now_ms()
-        limit = self.sub.topic.service.config.attempt_log_size
-        self.sub.cursor.add_attempts([(entry_id, (0, now, None, None, ending, reason))], limit)
+        self._rows([entry_id], ending, reason)
+
+    def _rows(self, entry_ids: list[int], ending: str, reason: str) -> None:
+        """One attempt-log row each (acknowledged messages get none)."""
+        if entry_ids:
+            row = (0, self.clock.now_ms(), None, None, ending, reason)
+            limit = self.sub.topic.service.config.attempt_log_size
+            self.sub.cursor.add_attempts([(eid, row) for eid in entry_ids], limit)
 
     def _arm(self) -> None:
         self._drop_timer()
