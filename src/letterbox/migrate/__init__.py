@@ -108,7 +108,7 @@ def unacked(seen: Survey, cursors: dict[str, Any], subscription: str) -> set[str
     if cursor is None:
         return {"(no such subscription)"}
     acked = acked_through(cursor)
-    return {origin for ledger, entry, origin in seen.ids if not acked(ledger, entry)}
+    return {origin for ledger, entry, batch, origin in seen.ids if not acked(ledger, entry, batch)}
 
 
 def verify(plan: MigrationPlan, source_admin: Any, target_admin: TargetAdmin, source: Any,

@@ -147,11 +147,12 @@ class _Failures:
 class Survey:
     """One read of a topic: its message count, a sha256 over each message's payload, key,
     ordering key, event time and user properties in order (the same on both sides when a copy is
-    complete), and each message's (ledger, entry, source id) for checking cursors against."""
+    complete), and each message's (ledger, entry, batch index, source id) for checking cursors
+    against."""
 
     count: int
     digest: str
-    ids: tuple[tuple[int, int, str], ...]
+    ids: tuple[tuple[int, int, int, str], ...]
 
 
 def survey(client: Any, topic: str) -> Survey:
@@ -164,5 +165,6 @@ def survey(client: Any, topic: str) -> Survey:
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
         mid = msg.message_id()
-        ids.append((mid.ledger_id(), mid.entry_id(), msg.properties().get(MIGRATED_MESSAGE_ID) or source_id(msg)))
+        ids.append((mid.ledger_id(), mid.entry_id(), mid.batch_index(),
+                    msg.properties().get(MIGRATED_MESSAGE_ID) or source_id(msg)))
     return Survey(len(ids), h.hexdigest(), tuple(ids))
