@@ -37,6 +37,10 @@ POLICIES: dict[str, Any] = {
 }
 
 
+ORDERS_SCHEMA = {"type": "JSON", "properties": {"owner": "billing"}, "schema": json.dumps(
+    {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]})}
+
+
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.load(r)
@@ -60,6 +64,8 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
            {"maxRedeliverCount": 3})
     plain, parted = f"persistent://{tenant}/app/orders", f"persistent://{tenant}/app/events"
     batched = f"persistent://{tenant}/app/batched"
+    _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/permissions/reader", ["consume"])
+    _admin(lb.admin_url, "POST", f"/admin/v2/schemas/{tenant}/app/orders/schema", ORDERS_SCHEMA)
     _admin(lb.admin_url, "PUT", f"/admin/v2/persistent/{tenant}/app/events/partitions", 3)
     rng = random.Random(7)
     owed: dict[str, dict[str, set[str]]] = {}
@@ -123,6 +129,10 @@ def test_migrate_copies_messages_and_subscription_positions(reference: Target, l
     assert _get(f"{ns}/backlogQuotaMap")["destination_storage"]["limitSize"] == 10_000_000
     assert _get(f"{ns}/schemaCompatibilityStrategy") == "FORWARD"
     assert _get(f"{ns}/deduplication") is True
+    assert _get(f"{ns}/permissions")["reader"] == ["consume"]
+    schema = _get(f"{reference.admin_url}/admin/v2/schemas/{tenant}/app/orders/schema")
+    assert (schema["type"], json.loads(schema["data"]), schema["properties"]) == (
+        "JSON", json.loads(ORDERS_SCHEMA["schema"]), {"owner": "billing"})
     again = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("(0 sent by this run)") == 5, again.stderr
