@@ -25,6 +25,8 @@ ON_PULSAR: dict[str, str] = {
     "redeliveryBackoff": "set the clients' negative-ack RedeliveryBackoff on each consumer",
     "attempts": "Pulsar keeps no attempt log; the message's redelivery count is all there is",
     "poison-suspects": "Pulsar keeps no per-message failure record; watch each message's redelivery count",
+    "circuit": "Pulsar has no circuit breaker; pause the subscription's consumers during an outage yourself",
+    "circuitBreaker": "Pulsar has no circuit breaker; pause the subscription's consumers during an outage yourself",
     "move": "produce the message to the other topic and acknowledge it (not atomic on Pulsar)",
 }
 

@@ -1,7 +1,7 @@
 # A namespace's policies on the way to Pulsar: those Pulsar has (retention, message TTL, backlog
 # quotas, schema compatibility strategy, the roles' permissions) are set on the target as the
-# source has them; those only letterbox has (its broker-side dead-letter and redelivery-backoff
-# policies) are reported with what to use on Pulsar instead. Deduplication is switched on: the
+# source has them; those only letterbox has (its broker-side dead-letter, redelivery-backoff and
+# circuit breaker policies) are reported with what to use on Pulsar instead. Deduplication is switched on: the
 # copy relies on it. A topic's schema (its latest version) goes with the topic: copy_schema.
 # Invariant: a policy the source has not set is not written on the target.
 from __future__ import annotations
@@ -19,6 +19,8 @@ LETTERBOX_ONLY = {
                                   "(Shared and Key_Shared subscriptions only on Pulsar)",
     "letterbox/redeliveryBackoff": "broker-side redelivery backoff: use the clients' negative-ack "
                                    "and ack-timeout RedeliveryBackoff",
+    "letterbox/circuitBreaker": "outage detection: Pulsar has no circuit breaker; pause the consumers "
+                                "during an outage yourself",
 }
 
 
@@ -42,7 +44,7 @@ def copy_policies(source: Admin, target: TargetAdmin, namespace: str) -> list[st
     report = []
     for path, instead in LETTERBOX_ONLY.items():
         value: Any = source.get_json(f"{base}/{path}")
-        if value:
+        if value is not None:  # ({} is a circuit breaker with its defaults)
             report.append(f"{namespace}: {path.split('/')[1]} {value} is letterbox-only, not copied; {instead}")
     return report
 
