@@ -145,13 +145,9 @@ class ManagedCursor:
 
     def lower_redelivery(self, counts: Mapping[int, int]) -> None:
         """Take back counted deliveries: entry id -> how many (DeliveryState.lower)."""
-        changed = False
-        for eid, by in counts.items():
-            if not self.is_acked(eid):
-                self.deliveries.lower(eid, by)
-                changed = True
-        if changed:
-            self._touch()
+        for eid in [e for e in counts if not self.is_acked(e)]:
+            self.deliveries.lower(eid, counts[eid])
+            self._touch()  # (once: it only marks the record dirty)
 
     def set_attempts(self, entry_id: int, rows: str) -> None:
         """Store an unacked entry's attempt log (attempt_log.py; forgotten with its ack)."""
