@@ -247,11 +247,11 @@ def decide_redeliveries(
     common (subscription type, durability, topic role), `counts` and `last_delivery_ms` are
     each message's own redelivery count and last delivery time, in order. The outcomes are
     those decide() gives message by message; the dead letter policy is looked up once."""
-    if isinstance(event, REDELIVERY_EVENTS):
+    if isinstance(event, REDELIVERY_EVENTS) and not (isinstance(event, Nack) and event.rule is not None):
         backoff = policy.backoff
     elif isinstance(event, ConsumerGone) and event.seen:
         backoff = None
-    else:
+    else:  # (a nack with an error-class rule too: message by message)
         return [decide(replace(shared, redelivery_count=c, last_delivery_ms=t), event, policy, now_ms)
                 for c, t in zip(counts, last_delivery_ms, strict=True)]
     dl = dead_letter_policy_for(shared, policy)
