@@ -13,7 +13,7 @@
 #   or a fixed level); also the delay tiers of the Spark pipeline.
 # - KeyFailure: `continue` or `park` the later messages of a dead-lettered
 #   message's key (the ordered quarantine, key_quarantine.py).
-# - FailurePolicy: what one subscription runs under (dead letter + backoff +
+# - FailurePolicy: what one subscription runs under (dead letter + backoff + circuit breaker +
 #   retry + key failure) and where it came from (the consumers of that topic, or the
 #   namespace: see decide.py's guard).
 # Every type validates itself in __post_init__ and raises PolicyError.
