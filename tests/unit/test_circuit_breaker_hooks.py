@@ -70,3 +70,15 @@ def test_without_a_policy_there_is_no_circuit() -> None:
     assert breaker.failed([1, 2, 3, 4, 5, 6]) is None
     assert breaker.allowance() is None and not breaker.enabled
     assert breaker.describe() == {"enabled": False, "state": "closed", "history": []}
+
+
+def test_a_policy_removed_while_open_lets_everything_flow_again() -> None:
+    clock = ManualClock(T0)
+    sub = FakeSub()
+    released: list[bool] = []
+    breaker = CircuitBreaker(sub, clock, lambda: released.append(True))  # type: ignore[arg-type]
+    breaker.failed([1, 2, 3, 4, 5])
+    assert breaker.state is CircuitState.OPEN
+    sub.policy = FailurePolicy()
+    assert breaker.allowance() is None and released == [True] and sub.dispatcher.scheduled == 1
+    assert clock.pending_timers() == 0

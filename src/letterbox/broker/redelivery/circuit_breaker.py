@@ -55,13 +55,14 @@ class CircuitBreaker:
     def _current(self) -> Circuit | None:
         policy: CircuitPolicy | None = self.sub.policy.circuit
         circuit = self.circuit
-        if policy is None:
-            if circuit is not None:
-                self._drop_timer()
-                self.circuit = None
-            return None
-        if circuit is None or circuit.policy != policy:
+        if circuit is not None and circuit.policy != policy:  # removed or changed: start afresh
             self._drop_timer()
+            if circuit.state is not CircuitState.CLOSED:  # what it held back flows again
+                self._tripped = set()
+                self._closed()
+                self.sub.dispatcher.schedule()
+            circuit = self.circuit = None
+        if policy is not None and circuit is None:
             circuit = self.circuit = Circuit(policy)
         return circuit
 
