@@ -64,14 +64,18 @@ class _Payloads(Protocol):
 
 
 def read_checked(payloads: _Payloads, ledgers: Mapping[str, _Named], ledger_id: int, entry_id: int,
-                 data: bytes | str) -> bytes:
-    """A stored entry's bytes (read from its payload file when the row names one), checked."""
+                 data: bytes | str, after_good: bool = False) -> bytes | None:
+    """A stored entry's bytes (read from its payload file when the row names one), checked;
+    a damaged one raises CorruptEntry, or gives None when `after_good` (a read that returned
+    good entries first stops short of it; the next read starts there and raises)."""
     where = None
     if type(data) is str:  # a large entry: its payload file's name
         where = payloads.directory / data
         data = payloads.read(data)
     assert isinstance(data, bytes)
     if entry_checksum_ok(data) is False:
+        if after_good:
+            return None
         topic = next((led.name for led in ledgers.values() if led.ledger_id == ledger_id), f"ledger {ledger_id}")
         file = where if where is not None else "letterbox.db"
         data_dir = payloads.directory.parent

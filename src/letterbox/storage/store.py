@@ -328,7 +328,9 @@ class Store:
         cur = self._reader.execute(_READ_RANGE, (ledger_id, first, last))
         try:
             for eid, pt, nm, data in cur:  # a large entry's row names its payload file
-                data = read_checked(self._payloads, self._ledgers, ledger_id, eid, data)
+                data = read_checked(self._payloads, self._ledgers, ledger_id, eid, data, bool(out))
+                if data is None:  # damaged after good ones: those first, the next read raises
+                    break
                 out.append((ledger_id, eid, pt, nm, len(data), data))
                 nbytes += len(data)
                 if nbytes >= max_bytes:
@@ -338,8 +340,7 @@ class Store:
         return nbytes
 
     def _first_entries_over(self, ledger_id: int, first: int, last: int, nbytes: int) -> int:
-        """The last entry id of the shortest run first..k (k <= last) whose sizes add up to
-        at least `nbytes`; `last` if the whole run is smaller."""
+        """The last entry id of the shortest run first..k (k <= last) whose sizes add up to at least `nbytes`."""
         if self._reader is None:
             raise StoreClosedError("store is not open")
         total = 0
@@ -379,9 +380,7 @@ class Store:
         if self._reader is None:
             raise StoreClosedError("store is not open")
         row = self._reader.execute(
-            "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?",
-            (ledger_id, entry_id),
-        ).fetchone()
+            "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?", (ledger_id, entry_id)).fetchone()
         return None if row is None else int(row[0])
 
 
