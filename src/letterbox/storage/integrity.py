@@ -17,10 +17,11 @@
 # Invariant: nothing here writes to the data dir; every check reads only.
 from __future__ import annotations
 
+import contextlib
 import struct
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,29 +88,39 @@ def read_checked(payloads: _Payloads, ledgers: Mapping[str, _Named], ledger_id: 
 @dataclass(frozen=True)
 class WalDamage:
     path: Path
-    frame: int  # the first frame whose checksum fails (0-based)
+    frame: int  # the first frame SQLite would drop (0-based)
     offset: int  # its byte offset in the file
-    dropped: int  # the first frame SQLite would drop (the start of the broken frame's transaction)
-    frames_after: int  # frames of this WAL generation from `dropped` to the end
+    frames_after: int  # frames of this WAL generation from `frame` on, as far as known
     commits_after: int  # commit frames among them
-    certain: bool  # a fsynced transaction after the break would be dropped: not a power cut's doing
+    certain: bool  # a fsynced transaction would be dropped: not a crash's or power cut's doing
+    reason: str  # what is wrong, in words
 
     def describe(self) -> str:
-        return (f"{self.path}: frame {self.frame} (byte {self.offset}) fails its checksum; SQLite would silently "
-                f"drop the {self.frames_after} frames from frame {self.dropped} on ({self.commits_after} commits)")
+        return (f"{self.path}: {self.reason}; SQLite would silently drop {self.frames_after} frames from frame "
+                f"{self.frame} (byte {self.offset}) on ({self.commits_after} commits)")
 
 
 def scan_wal(path: Path) -> WalDamage | None:
-    """The first frame of a WAL that SQLite would drop while later frames of the same WAL
-    generation exist (None: the WAL replays whole, or there is none)."""
+    """Frames of a WAL that SQLite would drop although they belong to transactions that
+    committed (None: the WAL replays whole, or there is none). Besides the checksums, the
+    -shm file's index header (written after each commit's fsync, never ahead of what is
+    durable) says how many frames of this WAL generation were committed: a WAL holding fewer
+    valid ones was cut short."""
+    shm = _shm_header(Path(f"{str(path)[:-4]}-shm")) if str(path).endswith("-wal") else None
     try:
         f = open(path, "rb")  # noqa: SIM115 -- closed below
     except FileNotFoundError:
+        f = None
+    header = f.read(WAL_HEADER) if f is not None else b""
+    if len(header) < WAL_HEADER:
+        if f is not None:
+            f.close()
+        if shm is not None and shm[1] > shm[2]:
+            return WalDamage(path, 0, 0, shm[1] - shm[2], 1, True, f"the log is missing or cut to {len(header)} "
+                             f"bytes, though {shm[1] - shm[2]} committed frames were not yet in letterbox.db")
         return None
+    assert f is not None
     with f:
-        header = f.read(WAL_HEADER)
-        if len(header) < WAL_HEADER:
-            return None
         magic, _version, page_size, _seq, salt1, salt2, c1, c2 = _HDR.unpack(header)
         frame_size = FRAME_HEADER + page_size
         size = path.stat().st_size
@@ -123,7 +134,8 @@ def scan_wal(path: Path) -> WalDamage | None:
                 f.seek(WAL_HEADER + i * frame_size)
                 fh = f.read(FRAME_HEADER)
                 commits += len(fh) == FRAME_HEADER and _FRAME.unpack(fh)[1] != 0
-            return WalDamage(path, 0, 0, 0, total, commits, commits > 0) if total else None
+            return WalDamage(path, 0, 0, total, commits, commits > 0,
+                             "the log's header fails its checksum") if total else None
         last_commit_end = 0  # frames SQLite keeps: those up to the last valid commit
         broken = -1
         for i in range(total):
@@ -138,21 +150,56 @@ def scan_wal(path: Path) -> WalDamage | None:
                 break
             if commit:
                 last_commit_end = i + 1
+        offset = WAL_HEADER + last_commit_end * frame_size
+        committed = shm[1] if shm is not None and shm[0] == header[16:24] and shm[1] > shm[2] else 0
         if broken < 0:
+            if committed > last_commit_end:
+                return WalDamage(path, last_commit_end, offset, committed - last_commit_end, 1, True,
+                                 f"the log is cut short: it holds {last_commit_end} valid frames, the broker "
+                                 f"had committed {committed} (letterbox.db-shm)")
             return None
-        frames_after = 0
         commit_frames: list[int] = []
+        frames_after = 0
         for i in range(last_commit_end, total):
             f.seek(WAL_HEADER + i * frame_size)
-            fh = f.read(FRAME_HEADER)
-            _pgno, commit, fs1, fs2, _c1, _c2 = _FRAME.unpack(fh)
+            _pgno, commit, fs1, fs2, _c1, _c2 = _FRAME.unpack(f.read(FRAME_HEADER))
             if (fs1, fs2) != (salt1, salt2):
                 break
             frames_after += 1
             if commit:
                 commit_frames.append(i)
-        return WalDamage(path, broken, WAL_HEADER + broken * frame_size, last_commit_end, frames_after,
-                         len(commit_frames), len(commit_frames) > 1)
+        certain = len(commit_frames) > 1 or committed > last_commit_end
+        return WalDamage(path, last_commit_end, offset, frames_after, len(commit_frames), certain,
+                         f"frame {broken} (byte {WAL_HEADER + broken * frame_size}) fails its checksum")
+
+
+@contextlib.contextmanager
+def shm_kept(db: Path) -> Iterator[None]:
+    """Put the -shm file back byte for byte after a read-only look at the database: SQLite
+    rebuilds the WAL index from the WAL it reads, which would hide a WAL cut short from the
+    next scan_wal."""
+    shm = Path(f"{db}-shm")
+    index = shm.read_bytes() if shm.is_file() else None
+    try:
+        yield
+    finally:
+        if index is not None:
+            shm.write_bytes(index)
+
+
+def _shm_header(path: Path) -> tuple[bytes, int, int] | None:
+    """(the WAL salt, mxFrame, nBackfill) of a -shm file's index header, if it is whole."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(136)
+    except OSError:
+        return None
+    if len(raw) < 100 or raw[:48] != raw[48:96] or raw[12] != 1:
+        return None
+    order = "<" if sys.byteorder == "little" else ">"
+    mx_frame = struct.unpack_from(order + "I", raw, 16)[0]
+    backfill = struct.unpack_from(order + "I", raw, 96)[0]
+    return raw[32:40], mx_frame, backfill
 
 
 def _checksum(data: bytes, s0: int, s1: int, big: bool) -> tuple[int, int]:

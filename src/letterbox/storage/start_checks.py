@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import DataDirDamaged
-from .integrity import WHAT_TO_DO, scan_wal
+from .integrity import WHAT_TO_DO, scan_wal, shm_kept
 from .payload_files import PayloadFiles
 from .schema import RecoveredState, db_path, load_state, open_reader
 
@@ -76,16 +76,17 @@ async def open_checked(data_dir: Path, writer: _Startable,
 
 def quick_check(path: Path) -> list[str]:
     """PRAGMA quick_check's problems (empty: none), on a read-only connection."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        return [str(exc)]
-    try:
-        rows = conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
-    except sqlite3.DatabaseError as exc:
-        return [str(exc)]
-    finally:
-        conn.close()
+    with shm_kept(path):
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        except sqlite3.Error as exc:
+            return [str(exc)]
+        try:
+            rows = conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        finally:
+            conn.close()
     return [str(r[0]) for r in rows if r[0] != "ok"]
 
 

@@ -5,7 +5,8 @@
 #   * every entry of every topic: contiguous ids, its CRC32C (strict: a damaged magic counts),
 #     the payload file a large entry's row names (present, of the row's size, its CRC32C);
 #   * rows of no known topic, cursor records that do not parse, payload files no row names.
-# Invariant: read-only -- the database is opened with mode=ro and nothing is written.
+# Invariant: read-only -- the database is opened with mode=ro, and the WAL index (-shm) that
+# SQLite rebuilds when it reads the WAL is put back as it was (integrity.shm_kept).
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .integrity import entry_checksum_ok, scan_wal
+from .integrity import entry_checksum_ok, scan_wal, shm_kept
 from .payload_files import SUFFIX
 from .schema import db_path
 
@@ -56,17 +57,18 @@ def verify_data_dir(data_dir: Path) -> VerifyReport:
     path = db_path(data_dir)
     wal = scan_wal(Path(f"{path}-wal"))
     if wal is not None:
-        what = (f"frame {wal.frame} (byte {wal.offset}) fails its checksum: SQLite drops the {wal.frames_after} "
-                f"frames from frame {wal.dropped} on ({wal.commits_after} commits)")
+        what = (f"{wal.reason}: SQLite drops {wal.frames_after} frames from frame {wal.frame} (byte {wal.offset}) "
+                f"on ({wal.commits_after} commits)")
         if not wal.certain:
             what += "; only the last transaction, as a crash or power cut during its commit leaves it"
         report.findings.append(Finding(wal.path.name, what, damage=wal.certain))
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        try:
-            _check_db(conn, data_dir, report)
-        finally:
-            conn.close()
+        with shm_kept(path):
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            try:
+                _check_db(conn, data_dir, report)
+            finally:
+                conn.close()
     except sqlite3.DatabaseError as exc:
         report.findings.append(Finding(path.name, f"cannot be read: {exc}"))
     report.seconds = time.monotonic() - start
