@@ -144,6 +144,18 @@ def test_a_flipped_bit_in_the_wal_refuses_the_start_naming_the_wal(tmp_path: Pat
     assert wal.read_bytes() == bytes(raw)  # the refused start changed nothing
 
 
+def test_a_wal_cut_short_refuses_the_start_even_after_verify_read_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _fill(data, kill=True)
+    wal = data / "letterbox.db-wal"
+    with open(wal, "r+b") as f:
+        f.truncate(wal.stat().st_size // 3)  # whole frames dropped, no checksum fails
+    code, report = _verify(data)
+    assert code == 1 and "cut short" in report["findings"][0]["what"]  # type: ignore[index]
+    line = _start_refused(data)  # verify's read left the WAL index as the broker had it
+    assert "letterbox.db-wal" in line and "cut short" in line
+
+
 def test_a_short_payload_file_refuses_the_start_naming_file_and_topic(stopped: Path) -> None:
     (payload,) = (stopped / "payloads").iterdir()
     with open(payload, "r+b") as f:
