@@ -15,6 +15,7 @@ import argparse
 import json
 import logging
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -103,9 +104,11 @@ def main() -> None:
     assert rr.returncode == 0, rr.stderr
     verify_s, vr = cli("verify", "--data-dir", str(tmp / "restored"))
     db = tmp / "restored" / "letterbox.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     t = time.perf_counter()
-    problems = quick_check(db)
+    problems = quick_check(conn)
     quick_s = time.perf_counter() - t
+    conn.close()
     t = time.perf_counter()
     scan_wal(Path(f"{tmp / 'data' / 'letterbox.db'}-wal"))
     wal_s = time.perf_counter() - t

@@ -3,14 +3,16 @@
 #      fails its checksum with fsynced commits after it refuses the start (SQLite would drop
 #      them silently and the next checkpoint would make that final); a torn last transaction
 #      (a crash or power cut during its commit: never acknowledged) is logged and replayed away;
-#   2. `PRAGMA quick_check` on a read-only connection, before the writer opens the database;
+#   2. the writer opens the database (SQLite replays the WAL), then `PRAGMA quick_check` on the
+#      reader connection (a read-only connection cannot replay a WAL whose index is gone);
 #   3. the recovery load (schema.load_state): a gap in a ledger's entry ids refuses the start;
 #   4. every payload file a row names: present, with the size the row records (a stat each;
 #      their contents are checked by CRC32C when read and by `letterbox verify`).
 # Time bound: the WAL scan reads the WAL at about 25 MB/s (it is at most ~64 MB after a crash;
 # a clean stop leaves none); quick_check reads every page of letterbox.db once (docs/operations.md
 # has the measured rate). Every failure is DataDirDamaged naming the file and what to do.
-# Invariant: a refused start has written nothing to the data dir.
+# Invariant: a start refused by the WAL check has written nothing to the data dir; later
+# checks run after SQLite's own recovery, which writes only what a normal start writes.
 from __future__ import annotations
 
 import asyncio
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import DataDirDamaged
-from .integrity import WHAT_TO_DO, scan_wal, shm_kept
+from .integrity import WHAT_TO_DO, scan_wal
 from .payload_files import PayloadFiles
 from .schema import RecoveredState, db_path, load_state, open_reader
 
@@ -48,10 +50,6 @@ async def open_checked(data_dir: Path, writer: _Startable,
     if damage is not None:
         log.warning("%s: the last transaction of the write-ahead log is incomplete (a crash or power cut during "
                     "its commit, which was never acknowledged): SQLite replays the log without it", damage.path)
-    if path.exists():
-        problems = await asyncio.to_thread(quick_check, path)
-        if problems:
-            raise DataDirDamaged(f"{path} fails PRAGMA quick_check ({'; '.join(problems[:3])}); {what}")
     try:
         await writer.start()
     except sqlite3.DatabaseError as exc:
@@ -59,6 +57,9 @@ async def open_checked(data_dir: Path, writer: _Startable,
     reader = None
     try:
         reader = open_reader(path)
+        problems = await asyncio.to_thread(quick_check, reader)
+        if problems:
+            raise DataDirDamaged(f"{path} fails PRAGMA quick_check ({'; '.join(problems[:3])}); {what}")
         state = await asyncio.to_thread(load_state, reader)
         missing = await asyncio.to_thread(check_payload_files, reader, payloads, state)
         if missing:
@@ -74,19 +75,12 @@ async def open_checked(data_dir: Path, writer: _Startable,
     return reader, state
 
 
-def quick_check(path: Path) -> list[str]:
-    """PRAGMA quick_check's problems (empty: none), on a read-only connection."""
-    with shm_kept(path):
-        try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        except sqlite3.Error as exc:
-            return [str(exc)]
-        try:
-            rows = conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
-        except sqlite3.DatabaseError as exc:
-            return [str(exc)]
-        finally:
-            conn.close()
+def quick_check(conn: sqlite3.Connection) -> list[str]:
+    """PRAGMA quick_check's problems (empty: none)."""
+    try:
+        rows = conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
     return [str(r[0]) for r in rows if r[0] != "ok"]
 
 
