@@ -4,7 +4,8 @@
 #   * PRAGMA integrity_check of letterbox.db (every page, every index entry);
 #   * every entry of every topic: contiguous ids, its CRC32C (strict: a damaged magic counts),
 #     the payload file a large entry's row names (present, of the row's size, its CRC32C);
-#   * rows of no known topic, cursor records that do not parse, payload files no row names.
+#   * compacted copies (their CRC32C), rows of no known topic, cursor records that do not
+#     parse, payload files no row names.
 # Invariant: read-only -- the database is opened with mode=ro, and the WAL index (-shm) that
 # SQLite rebuilds when it reads the WAL is put back as it was (integrity.shm_kept).
 from __future__ import annotations
@@ -92,6 +93,13 @@ def _check_db(conn: sqlite3.Connection, data_dir: Path, report: VerifyReport) ->
         if lid not in ledgers:
             report.findings.append(Finding("letterbox.db", f"{n} entries of ledger {lid}, which no topic has "
                                            "(a damaged ledger id)", f"(ledger {lid})", lo, hi))
+    compacted: dict[int, list[tuple[str, str, int]]] = {}
+    for lid, eid, data in conn.execute(
+            "SELECT ledger_id, entry_id, data FROM compacted_entries ORDER BY ledger_id, generation, entry_id"):
+        if _checksum_problem(bytes(data)):
+            compacted.setdefault(int(lid), []).append(("letterbox.db", "a compacted copy fails its CRC32C", int(eid)))
+    for lid, bad in compacted.items():
+        report.findings += _ranges(bad, ledgers.get(lid, f"(ledger {lid})"))
     for lid, cname, state in conn.execute("SELECT ledger_id, name, state FROM cursors"):
         try:
             json.loads(bytes(state))
