@@ -89,8 +89,10 @@ def main() -> None:
     thread = threading.Thread(target=live)
     thread.start()
     task = call(base, "POST", f"{P}/backed-up-S1-DLQ/letterbox/redrive", {"background": True})
+    n_start, t_start = len(done), time.perf_counter()
     time.sleep(3)
     n0, t0 = len(done), time.perf_counter()
+    rate_before = (n0 - n_start) / (t0 - t_start)
     before = set(done)
     seconds, r = cli("backup", str(tmp / "backup"), "--data-dir", str(tmp / "data"))
     rate = (len(done) - n0) / (time.perf_counter() - t0)
@@ -124,10 +126,10 @@ def main() -> None:
     c2.close()
     restored.stop()
     missing = len(before - got)
-    print("| db MB | backup s | produce msg/s during the backup | redrive during it | restore s | verify s "
+    print("| db MB | backup s | produce msg/s before the backup | produce msg/s during it | redrive during it | restore s | verify s "
           "| verify | quick_check s | receipted before | missing after restore |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| {db.stat().st_size / 1e6:.0f} | {seconds:.1f} | {rate:,.0f} | {redrive['state']}, {redrive['moved']} "
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {db.stat().st_size / 1e6:.0f} | {seconds:.1f} | {rate_before:,.0f} | {rate:,.0f} | {redrive['state']}, {redrive['moved']} "
           f"moved | {restore_s:.1f} | {verify_s:.1f} | {'ok' if vr.returncode == 0 else vr.stdout[-300:]} | "
           f"{quick_s:.2f}{' ' + str(problems) if problems else ''} | {len(before):,} | {missing} |")
     print(f"\nWAL scan of the source's {wal_mb:.0f} MB WAL after the stop: {wal_s:.2f} s; broker start on the "

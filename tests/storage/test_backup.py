@@ -1,8 +1,8 @@
 """`letterbox backup` of a running broker while a producer keeps sending (small messages and
 large ones, which live in payload files): the copy restored with `letterbox restore` passes
 `letterbox verify` and holds every message receipted before the backup began. Restore
-refuses a non-empty data dir without --force and a data dir a broker holds; with --force
-the files it replaces are moved aside."""
+refuses a non-empty data dir without --force and a data dir a broker holds (as verify does);
+with --force the files it replaces are moved aside."""
 from __future__ import annotations
 
 import subprocess
@@ -96,6 +96,8 @@ def test_restore_refuses_a_non_empty_or_running_data_dir_and_force_moves_files_a
         assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not empty" in again.stderr
         running = _cli("restore", str(dest), "--data-dir", str(data), "--force")
         assert running.returncode == 2 and "in use" in running.stderr and running.stderr.count("\n") == 1
+        checking = _cli("verify", "--data-dir", str(data))
+        assert checking.returncode == 2 and "stopped broker" in checking.stderr and checking.stderr.count("\n") == 1
     finally:
         b.stop()
     other.mkdir()
