@@ -156,6 +156,27 @@ def test_a_wal_cut_short_refuses_the_start_even_after_verify_read_it(tmp_path: P
     assert "letterbox.db-wal" in line and "cut short" in line
 
 
+def test_a_torn_last_transaction_in_the_wal_is_replayed_away_not_refused(tmp_path: Path) -> None:
+    """Frames of a commit a crash interrupted (never acknowledged) after the last commit: the
+    broker starts, with every message, and warns once."""
+    data = tmp_path / "data"
+    _fill(data, kill=True)
+    wal = data / "letterbox.db-wal"
+    raw = wal.read_bytes()
+    frame = 24 + int.from_bytes(raw[8:12], "big")
+    last = bytearray(raw[-frame:])
+    last[4:8] = b"\0\0\0\0"  # not a commit frame
+    last[100] ^= 0xFF  # its checksum fails: the write was torn
+    wal.write_bytes(raw + bytes(last))
+    b = BrokerProcess(data).start()
+    try:
+        got = _receive_all(b.url, A, limit=1.5)
+    finally:
+        b.stop()
+    assert got == [_body(A, i) for i in range(N)]
+    assert "the last transaction of the write-ahead log is incomplete" in b.log()
+
+
 def test_a_short_payload_file_refuses_the_start_naming_file_and_topic(stopped: Path) -> None:
     (payload,) = (stopped / "payloads").iterdir()
     with open(payload, "r+b") as f:
