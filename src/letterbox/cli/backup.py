@@ -12,7 +12,7 @@ from letterbox.storage.backup import BackupError, backup_data_dir, restore_data_
 from letterbox.storage.verify import verify_data_dir
 from letterbox.usage_errors import OneLineUsageError
 
-DATA_DIR = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("data"),
+DATA_DIR = click.option("--data-dir", type=click.Path(path_type=Path), default=Path("data"),
                         show_default=True, help="The broker's data directory.")
 
 
@@ -33,7 +33,7 @@ def backup(dest: Path, data_dir: Path) -> None:
 
 
 @click.command()
-@click.argument("source", metavar="BACKUP", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("source", metavar="BACKUP", type=click.Path(path_type=Path))
 @DATA_DIR
 @click.option("--force", is_flag=True, help="Restore into a non-empty data dir (its files are moved aside).")
 def restore(source: Path, data_dir: Path, force: bool) -> None:

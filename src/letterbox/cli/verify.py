@@ -19,6 +19,8 @@ from letterbox.usage_errors import OneLineUsageError
 
 def held_data_dir(data_dir: Path, must_exist: bool = True) -> DataDirLock:
     """The lock of a data dir no broker runs on (a usage error otherwise)."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise OneLineUsageError(f"{data_dir} is a file: give the broker's --data-dir")
     if must_exist and not db_path(data_dir).is_file():
         raise OneLineUsageError(f"{data_dir} holds no letterbox.db: give the broker's --data-dir")
     lock = DataDirLock(data_dir)
@@ -32,7 +34,7 @@ def held_data_dir(data_dir: Path, must_exist: bool = True) -> DataDirLock:
 
 
 @click.command()
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("data"), show_default=True,
+@click.option("--data-dir", type=click.Path(path_type=Path), default=Path("data"), show_default=True,
               help="The stopped broker's data directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(data_dir: Path, as_json: bool) -> None:

@@ -51,7 +51,9 @@ def backup_data_dir(source: Path, dest: Path) -> BackupResult:
     src_db = db_path(source)
     if not src_db.is_file():
         raise BackupError(f"{source} holds no letterbox.db: give the broker's --data-dir")
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+    if dest.exists() and not dest.is_dir():
+        raise BackupError(f"{dest} is a file: give a new or empty directory")
+    if dest.exists() and any(dest.iterdir()):
         raise BackupError(f"{dest} is not empty: give a new or empty directory")
     (dest / PAYLOADS).mkdir(parents=True, exist_ok=True)
     src_payloads = source / PAYLOADS
@@ -84,8 +86,10 @@ def backup_data_dir(source: Path, dest: Path) -> BackupResult:
 def restore_data_dir(backup: Path, data_dir: Path, force: bool = False) -> Path | None:
     """Copy `backup` into `data_dir` (whose lock the caller holds). Returns where the files it
     replaced were moved (None: there were none)."""
-    if not db_path(backup).is_file() or not (backup / MANIFEST).is_file():
+    if not backup.is_dir() or not db_path(backup).is_file() or not (backup / MANIFEST).is_file():
         raise BackupError(f"{backup} is not a backup made by `letterbox backup` (no letterbox.db or {MANIFEST})")
+    if data_dir.exists() and not data_dir.is_dir():
+        raise BackupError(f"{data_dir} is a file: give the data dir to restore into")
     present = [p for p in data_dir.iterdir() if p.name != LOCK_FILE] if data_dir.is_dir() else []
     aside = None
     if present and not force:
