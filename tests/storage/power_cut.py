@@ -2,7 +2,8 @@
 
 A broker runs with its data dir on volatile_fs.py (a FUSE file system that drops whatever was
 not fsynced when it is unmounted). A workload runs against it: a producer (some messages
-delayed by 1 s, every ninth one a poison message), a Shared consumer that acks, nacks the
+delayed by 1 s, every ninth one a poison message, every 97th a large one kept in a payload
+file), a Shared consumer that acks, nacks the
 poison ones until the broker dead-letters them (letterbox.dlq.max_redeliveries = 2), and a
 redrive of the DLQ back to the topic now and then. At a random moment the power is cut: the
 broker is killed, the file system unmounted (its unsynced writes gone), mounted again, the
@@ -42,8 +43,20 @@ WINDOW = 2.0  # seconds: acks the client groups (100 ms) and the broker writes w
 DELAY_MS = 1000
 
 
+LARGE = 1_100_000  # every 97th message: stored in a payload file of its own
+
+
 def kind(i: int) -> str:
     return "poison" if i % 9 == 0 else "delayed" if i % 9 == 4 else "plain"
+
+
+def body_of(i: int) -> bytes:
+    body = f"m{i}".encode()
+    return body + b"|" + b"L" * LARGE if i % 97 == 50 else body
+
+
+def name_of(data: bytes) -> str:
+    return data.split(b"|", 1)[0].decode()
 
 
 @dataclass
@@ -77,11 +90,7 @@ class Rig:
             if time.monotonic() > deadline or self.fs.poll() is not None:
                 raise RuntimeError("the volatile file system did not mount (is fuse3 installed? make fuse)")
             time.sleep(0.02)
-        if not self.data.exists():
-            self.data.mkdir()
-            fd = os.open(self.mnt, os.O_RDONLY)  # the data dir's name is durable from here on
-            os.fsync(fd)
-            os.close(fd)
+        self.data.mkdir(exist_ok=True)  # its name becomes durable when the broker starts (it syncs the parent)
 
     def start_broker(self) -> BrokerProcess:
         self.broker = BrokerProcess(self.data, env=dict(REPLAY_WINDOW)).start(timeout=60)
@@ -110,7 +119,7 @@ def read_all(url: str, topic: str) -> list[str]:
         r = c.create_reader(topic, pulsar.MessageId.earliest, receiver_queue_size=2000)
         out = []
         while r.has_message_available():
-            out.append(r.read_next(10_000).data().decode())
+            out.append(name_of(r.read_next(10_000).data()))
         return out
     finally:
         c.close()
@@ -162,7 +171,7 @@ class Workload:
                 if res == pulsar.Result.Ok:
                     led.receipted.add(body)
             try:
-                self.producer.send_async(body.encode(), done, **extra)
+                self.producer.send_async(body_of(i), done, **extra)
             except pulsar.PulsarException:
                 return
             time.sleep(0.002)
@@ -174,7 +183,7 @@ class Workload:
                 m = self.consumer.receive(100)
             except pulsar.PulsarException:
                 continue
-            body = m.data().decode()
+            body = name_of(m.data())
             now = time.time()
             mid = str(m.message_id())
             count = m.redelivery_count()

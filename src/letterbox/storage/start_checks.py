@@ -1,4 +1,6 @@
-# The checks a store runs on its data dir before it serves anything (Store.start):
+# The checks a store runs on its data dir before it serves anything (Store.start), after
+# making the data dir's own name durable (its parent is fsynced: a new data dir survives a
+# power cut):
 #   1. the WAL (integrity.scan_wal), before any read-write connection opens it: a frame that
 #      fails its checksum with fsynced commits after it refuses the start (SQLite would drop
 #      them silently and the next checkpoint would make that final); a torn last transaction
@@ -43,6 +45,7 @@ async def open_checked(data_dir: Path, writer: _Startable,
     state; raises DataDirDamaged (the writer not started) when a check fails."""
     path = db_path(data_dir)
     what = WHAT_TO_DO.format(dir=data_dir)
+    await asyncio.to_thread(_sync_name, data_dir)
     damage = await asyncio.to_thread(scan_wal, Path(f"{path}-wal"))
     if damage is not None and damage.certain:
         raise DataDirDamaged(f"{damage.describe()}, transactions that were committed; {what} "
@@ -99,3 +102,17 @@ def check_payload_files(reader: sqlite3.Connection, payloads: PayloadFiles, stat
             found = "missing" if actual < 0 else f"{actual} bytes, not {size}"
             bad.append(f"{payloads.directory / name} ({found}): entry {eid} of topic {names.get(lid, lid)}")
     return bad
+
+
+def _sync_name(data_dir: Path) -> None:
+    """Make the data dir's own name durable (a new one's entry in its parent directory)."""
+    try:
+        fd = os.open(data_dir.resolve().parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
