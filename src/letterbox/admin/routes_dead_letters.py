@@ -10,7 +10,9 @@
 # Request bodies are checked field by field before anything runs (400 for
 # malformed JSON, unknown fields or wrong types, 412 for out-of-range values,
 # 404 for a target in a namespace that does not exist, 409 while a redrive of
-# the same DLQ runs, 412 for a topic that is not a dead letter topic).
+# the same DLQ runs, 412 for a topic that is not a dead letter topic). A reason
+# filter (body or ?reason=) must be one of DEAD_LETTER_REASONS, the list the CLI's
+# --reason takes: anything else is 400 naming the valid ones, never "0 matched".
 from __future__ import annotations
 
 import base64
@@ -45,7 +47,7 @@ from letterbox.broker import (
 )
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
-from letterbox.message_properties import REAL_TOPIC
+from letterbox.message_properties import DEAD_LETTER_REASONS, REAL_TOPIC
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -121,6 +123,7 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
     reason = body.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise AdminError(400, f"reason must be a string, got {reason!r}")
+    known_reason(reason)
     props = body.get("properties")
     if props is None:
         props = {}
@@ -152,6 +155,14 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
         key=key,
     )
     return flt, dry_run, body
+
+
+def known_reason(reason: str | None) -> str | None:
+    """A reason filter as given, or 400 naming the valid reasons (a typo would match nothing)."""
+    if reason is not None and reason not in DEAD_LETTER_REASONS:
+        raise AdminError(400, f"Unknown reason {reason[:60]!r}: the reason filter is one of "
+                              f"{', '.join(DEAD_LETTER_REASONS)}")
+    return reason
 
 
 def _flag(body: dict[str, Any], key: str) -> bool:
@@ -188,7 +199,7 @@ class DeadLetterRoutes:
         limit = query_int(request, "limit", DEFAULT_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        flt = DeadLetterFilter(reason=request.query.get("reason"))
+        flt = DeadLetterFilter(reason=known_reason(request.query.get("reason")))
         topic = self._dlq(request)
         out = []
         budget = MAX_PAYLOAD_BYTES
