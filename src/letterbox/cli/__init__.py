@@ -111,6 +111,7 @@ def _register() -> None:
     from letterbox.cli.dlq import dlq
     from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
+    from letterbox.cli.pipeline import pipeline
     from letterbox.cli.tokens import tokens
 
     main.add_command(perf)
@@ -120,7 +121,7 @@ def _register() -> None:
     main.add_command(consume)
     main.add_command(tokens)
     main.add_command(migrate)
-    main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
+    main.add_command(pipeline)
 
 
 _register()
