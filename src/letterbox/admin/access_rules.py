@@ -21,7 +21,8 @@
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
 #                 log and nack announcements, dead letters listing, poison suspects); on a namespace path,
-#                 consume granted on the namespace (topic listings).
+#                 consume granted on the namespace (topic listings, the dead letter
+#                 topics and what is failing).
 # Super users and the tenant's admins pass every rule of their scope. Routes
 # that write to a topic named in the body (move, redrive, a namespace's
 # deadLetterTopic) check the caller's right on that topic themselves.
@@ -127,6 +128,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", NS_BASE + "/partitioned"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/topics"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/letterbox/deadLetterTopics"): Access.CONSUME,
+    ("GET", NAMESPACE_BASE + "/letterbox/failing"): Access.CONSUME,  # the console's landing summary
     ("GET", TOPIC_BASE + "/subscriptions"): Access.CONSUME,
     ("PUT", _SUB): Access.CONSUME,
     ("DELETE", _SUB): Access.CONSUME,

@@ -53,6 +53,7 @@ class AdminServer(AdminContext):
             routes_cluster,
             routes_compaction,
             routes_dead_letters,
+            routes_failing,
             routes_messages,
             routes_move,
             routes_namespace_limits,
@@ -85,6 +86,7 @@ class AdminServer(AdminContext):
             routes_namespace_policies.register,
             routes_permissions.register,
             routes_dead_letters.register,
+            routes_failing.register,  # what is failing in a namespace (the console's landing page)
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,

@@ -6,7 +6,7 @@ const enc = encodeURIComponent;
 export const DLQ_HANDLED = "letterbox-dlq-handled";
 
 export async function tenantsView(root) {
-  setCrumbs([["tenants", "#/"]]);
+  setCrumbs([["failing", "#/"], ["tenants", null]]);
   root.append(h("h1", {}, "Tenants"));
   root.append(openForm());
   let tenants;
@@ -23,7 +23,7 @@ export async function tenantsView(root) {
   root.append(table(["tenant"], tenants.map((t) => h("tr", {}, td(h("a", { href: `#/t/${enc(t)}` }, t))))));
 }
 
-function openForm() {
+export function openForm() {
   const input = h("input", { id: "open-namespace", placeholder: "tenant/namespace", size: 30 });
   const form = h("form", { class: "toolbar" }, h("label", { for: "open-namespace" }, "Open namespace"), input,
     h("button", { type: "submit" }, "Open"));
@@ -35,8 +35,19 @@ function openForm() {
   return form;
 }
 
+// namespaces opened in this tab: the landing page's scope for a role that may not list tenants
+const OPENED = "letterbox.console.namespaces";
+export function openedNamespaces() {
+  try { return JSON.parse(sessionStorage.getItem(OPENED) || "[]"); } catch { return []; }
+}
+
+function rememberNamespace(tenant, ns) {
+  const known = openedNamespaces();
+  if (!known.includes(`${tenant}/${ns}`)) sessionStorage.setItem(OPENED, JSON.stringify([...known, `${tenant}/${ns}`]));
+}
+
 export async function namespacesView(root, tenant) {
-  setCrumbs([["tenants", "#/"], [tenant, null]]);
+  setCrumbs([["failing", "#/"], ["tenants", "#/tenants"], [tenant, null]]);
   root.append(h("h1", {}, `Namespaces of ${tenant}`));
   const names = await api("GET", paths.namespaces(tenant));
   root.append(table(["namespace"], names.map((full) => {
@@ -46,10 +57,10 @@ export async function namespacesView(root, tenant) {
 }
 
 export async function topicsView(root, tenant, ns) {
-  setCrumbs([["tenants", "#/"], [tenant, `#/t/${enc(tenant)}`], [ns, null]]);
+  setCrumbs([["failing", "#/"], ["tenants", "#/tenants"], [tenant, `#/t/${enc(tenant)}`], [ns, null]]);
   root.append(h("h1", {}, `Topics of ${tenant}/${ns}`));
   const [topics, dlqs] = await Promise.all([
-    api("GET", paths.topics(tenant, ns)),
+    api("GET", paths.topics(tenant, ns)).then((t) => { rememberNamespace(tenant, ns); return t; }),
     api("GET", paths.deadLetterTopics(tenant, ns)).catch((err) => ({ error: err })),
   ]);
   const dlqByName = new Map(Array.isArray(dlqs) ? dlqs.map((d) => [d.topic, d]) : []);
