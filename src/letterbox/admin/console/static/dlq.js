@@ -175,7 +175,7 @@ export async function dlqView(root, tenant, ns, topic) {
         td(m.key ?? "–", { class: "nowrap key", title: m.key ?? "" }), td(p.DEAD_LETTER_REASON || "unspecified",
           { class: "nowrap" }),
         td(failureDescription(p) || "–", { class: "description", title: failureDescription(p) || "" }),
-        td(fmtTime(p.DEAD_LETTER_TIME), { class: "nowrap time" }), td(fmtTime(m.publishTime), { class: "nowrap time" }),
+        td(fmtTime(p.DEAD_LETTER_TIME), { class: "nowrap time" }),
         h("td", { class: "num" }, p.DELIVERY_COUNT ?? "–"), td(shortTopic(p.REAL_TOPIC), { class: "nowrap" }),
         td(h("span", { class: "preview" }, preview(m)), { class: "payload-cell" }));
     });
@@ -185,7 +185,7 @@ export async function dlqView(root, tenant, ns, topic) {
     next.addEventListener("click", () => { st.page += 1; renderList(); });
     const truncated = messages.length >= LIST_LIMIT ? ` (the oldest ${LIST_LIMIT} are listed)` : "";
     clear(listHost).append(
-      table([all, "message id", "key", "reason", "failure", "dead-lettered (UTC)", "published (UTC)",
+      table([all, "message id", "key", "reason", "failure", "dead-lettered (UTC)",
         { label: "deliveries", num: true }, "source topic", "payload"], rows, { id: "dead-letters", class: "list" }),
       h("div", { class: "toolbar" }, prev,
         h("span", { id: "list-count" }, found.length
