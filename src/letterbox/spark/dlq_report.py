@@ -1,9 +1,10 @@
 # Dead-letter analysis on Spark: read a DLQ topic with the `letterbox` data
 # source and count its messages by reason, source topic (REAL_TOPIC), error
 # text (DEAD_LETTER_DESCRIPTION, first line, 120 characters), hour and a time
-# bucket (DEAD_LETTER_TIME, else the publish time) of a minute, an hour or a
-# day, chosen from the span of the data so the time chart has a readable
-# number of bars. The result is small pandas tables, written as a text report
+# bucket (DEAD_LETTER_TIME, else the publish time) of a second, 5 or 15
+# seconds, a minute, an hour or a day: the finest that cuts the data's span
+# into at most MAX_BUCKETS, so dead letters that all fell within one minute get
+# second buckets, not one bar. The result is small pandas tables, written as a text report
 # and a PNG (dlq_chart.py) whose content the report also returns (`drawn`).
 from __future__ import annotations
 
@@ -15,23 +16,36 @@ from letterbox import message_properties as mp
 from letterbox.auth_options import AuthOptions
 from letterbox.spark.dlq_chart import Drawn, draw, short_topic
 
-MINUTE_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000
+SECOND_MS, MINUTE_MS, HOUR_MS, DAY_MS = 1_000, 60_000, 3_600_000, 86_400_000
 MAX_BUCKETS = 60
+# the bucket sizes, finest first: a DLQ that all fell within a minute gets seconds
+BUCKETS = (("second", SECOND_MS), ("5 seconds", 5 * SECOND_MS), ("15 seconds", 15 * SECOND_MS),
+           ("minute", MINUTE_MS), ("hour", HOUR_MS))
+LABELS = {"minute": "%Y-%m-%d %H:%M", "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d"}
 
 
 def time_bucket(span_ms: int) -> tuple[str, int]:
-    """The finest of minute / hour / day that cuts `span_ms` into at most MAX_BUCKETS buckets."""
-    for name, size in (("minute", MINUTE_MS), ("hour", HOUR_MS)):
+    """The finest of BUCKETS (else a day) that cuts `span_ms` into at most MAX_BUCKETS buckets."""
+    for name, size in BUCKETS:
         if span_ms // size < MAX_BUCKETS:
             return name, size
     return "day", DAY_MS
 
 
 def bucket_label(start_ms: int, bucket: str) -> str:
+    """A bucket's start in UTC, as precise as the bucket (seconds for sub-minute buckets)."""
     import datetime as dt
 
     t = dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC)
-    return t.strftime({"minute": "%Y-%m-%d %H:%M", "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d"}[bucket])
+    return t.strftime(LABELS.get(bucket, "%Y-%m-%d %H:%M:%S"))
+
+
+def moment_label(ms: int, bucket: str) -> str:
+    """The first or last dead letter's time: to the minute, or to the millisecond when the
+    buckets are seconds (everything happened within minutes)."""
+    if bucket in LABELS:
+        return bucket_label(ms, "minute")
+    return bucket_label(ms, "second") + f".{ms % 1000:03d}"
 
 
 @dataclass
@@ -128,8 +142,8 @@ def summary_rows(report: DlqReport) -> list[tuple[str, str]]:
     """The PNG's text panel: total, time range, bucket and the count per reason."""
     rows = [("dead letters", str(report.total))]
     if report.first_ms is not None and report.last_ms is not None:
-        rows.append(("first", bucket_label(report.first_ms, "minute") + " UTC"))
-        rows.append(("last", bucket_label(report.last_ms, "minute") + " UTC"))
+        rows.append(("first", moment_label(report.first_ms, report.time_bucket) + " UTC"))
+        rows.append(("last", moment_label(report.last_ms, report.time_bucket) + " UTC"))
     rows.append(("time buckets", f"per {report.time_bucket}"))
     rows += [(f"reason: {r}", str(int(c))) for r, c in zip(report.by_reason["reason"], report.by_reason["count"],
                                                             strict=True)]
