@@ -54,20 +54,22 @@ def draw(path: Path, title: str, summary: list[tuple[str, str]], charts: list[tu
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import Bbox
 
     drawn = Drawn(summary=list(summary))
     with plt.rc_context({"font.size": FONT_PT, "axes.titlesize": 13, "axes.titleweight": "bold",
                          "xtick.labelsize": SMALL_PT, "ytick.labelsize": SMALL_PT}):
         # constrained layout sizes each margin to its labels: no fixed left margin left empty
-        fig = plt.figure(figsize=(16, 12), dpi=100, layout="constrained")
-        fig.get_layout_engine().set(w_pad=0.15, h_pad=0.15, hspace=0.06, wspace=0.04)
+        fig = plt.figure(figsize=(16, 12), dpi=100, layout=ConstrainedLayoutEngine(
+            w_pad=0.15, h_pad=0.15, hspace=0.06, wspace=0.04))
         grid = fig.add_gridspec(3, 2, height_ratios=[1, 1.15, 1.1])
         text_ax = fig.add_subplot(grid[0, 0])
         text_ax.axis("off")
         text_ax.set_title("summary", loc="left")
         table = text_ax.table(cellText=[[k, v] for k, v in summary] or [["", ""]], colWidths=[0.5, 0.5],
-                              cellLoc="left", bbox=(0.0, 0.0, 1.0, 1.0), edges="horizontal")
+                              cellLoc="left", bbox=Bbox.from_bounds(0, 0, 1, 1), edges="horizontal")
         table.auto_set_font_size(False)
         table.set_fontsize(FONT_PT + 1)
 
