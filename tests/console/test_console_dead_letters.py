@@ -119,10 +119,10 @@ def test_filter_by_reason_search_and_message_detail(page: Browser, broker: Broke
     # its two deliveries, each ended by a nack, from the attempt log (.../letterbox/attempts/...)
     attempts = page.wait(lambda: page.css("#attempts tr.attempt"), what="the attempt log")
     assert len(attempts) == 2 and all("nack" in a.text for a in attempts), [a.text for a in attempts]
+    check_png(page.screenshot(images_dir(tmp_path) / "console-message.png"))
     page.one("#raw-properties summary").click()  # the raw properties come last, collapsed
     props = page.text_of("#message-properties")
     assert "DEAD_LETTER_REASON" in props and "shop north" in props
-    check_png(page.screenshot(images_dir(tmp_path) / "console-message.png"))
     page.one("#payload-hex").click()
     page.wait_text("#payload", "00000000  7b 22")  # {"
     # a terminated, non-JSON message opens as text, its description shown
@@ -323,7 +323,7 @@ def test_unknown_page_and_missing_topic_show_readable_errors(page: Browser, brok
     assert "no-such-topic-DLQ" in text or "does not exist" in text.lower()
 
 
-@pytest.mark.parametrize("name", ["console-dead-letters.png", "console-message.png"])
+@pytest.mark.parametrize("name", ["console-dead-letters.png", "console-message.png", "console-landing.png"])
 def test_docs_screenshots_are_committed_and_linked(name: str) -> None:
     check_png(DOCS_IMAGES / name)
     assert f"images/{name}" in (DOCS_IMAGES.parent / "console.md").read_text()

@@ -8,7 +8,9 @@ screenshot (conftest.shot)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 from tests.console.browser import Browser
 from tests.console.dead_letters import live_dead_letters, make_dead_letters, rest_path
-from tests.console.test_console_dead_letters import dlq_hash, open_page
+from tests.console.test_console_dead_letters import DOCS_IMAGES, dlq_hash, open_page
 from tests.security.http import call
 
 T = "persistent://public/default/"
@@ -117,7 +119,9 @@ def test_landing_page_counts_three_dlqs_suspects_parked_keys_and_redrives(
     assert "ledger" in parked.text and parked.find_elements("css selector", "td")[3].text == "A"
     suspects = page.one("#failing-suspects tr.failing-suspect")
     assert "ship" in suspects.text and "2" in suspects.text
-    shot("landing")
+    landing = shot("landing")
+    if os.environ.get("LETTERBOX_UPDATE_SCREENSHOTS") == "1":  # the picture in docs/console.md
+        shutil.copyfile(landing, DOCS_IMAGES / "console-landing.png")
 
     # a redrive running on one of them shows up on a refresh
     status, _, task = call(b.admin_url, "POST", rest_path(orders) + "/letterbox/redrive",

@@ -3,6 +3,8 @@ minute is drawn in second buckets (not one bar), and the figure uses its width (
 at either side)."""
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +46,10 @@ def test_a_dlq_within_one_minute_gets_second_buckets_and_a_balanced_figure(
 
     left, right = blank_margins(matplotlib.image.imread(str(report.png_path)))
     assert left < 0.04 and right < 0.04, (left, right)
+    if os.environ.get("LETTERBOX_UPDATE_SCREENSHOTS") == "1":  # docs/spark.md's picture: five hours of them
+        from tests.spark.test_dlq_jobs import fill_readable_dlq
+
+        readable = unique("orders-enrich-DLQ")
+        fill_readable_dlq(pclient, readable, [unique("orders"), unique("payments"), unique("shipping")])
+        picture = dlq_report(spark, spark_broker.url, readable, tmp_path / "docs").png_path
+        shutil.copyfile(picture, Path(__file__).resolve().parents[2] / "docs" / "images" / "dlq-report.png")
