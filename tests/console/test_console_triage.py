@@ -164,9 +164,12 @@ def test_poison_view_of_a_subscription_without_suspects_says_so(page: Browser, b
     assert page.text_of("#suspect-count") == "0" and page.text_of("#suspect-max") == "3"
 
 
-def test_dlq_list_shows_the_failure_and_keeps_ids_keys_and_times_on_one_line(
+def test_dlq_lists_show_the_failure_and_keep_ids_keys_and_times_on_one_line(
         page: Browser, broker: BrokerProcess, client: pulsar.Client, shot: Shot) -> None:
     dlq = make_dead_letters(client, broker.admin_url, unique("narrow"), SUB, nacked=3, terminated=2)
+    # the namespace's list of dead letter topics names the most frequent failure too
+    open_page(page, broker, "#/ns/public/default")
+    assert "schema check failed (2)" in page.one(f"#namespace-dlqs tr[data-topic='{dlq}']").text
     size = page.driver.get_window_size()
     widths = """const cells = [...arguments[0].querySelectorAll('td')];
                 return cells.map((td) => Math.round(td.getBoundingClientRect().width));"""

@@ -3,7 +3,7 @@
 #   GET /admin/v2/namespaces/{t}/{ns}/letterbox/failing
 # answers, read-only:
 #   deadLetterTopics  each dead letter topic with its live dead letters: count, by
-#                     reason, the most frequent failure descriptions
+#                     reason and source topic, the most frequent failure descriptions
 #                     (FAILURE_DESCRIPTION, else DEAD_LETTER_DESCRIPTION), the
 #                     newest DEAD_LETTER_TIME, the counts of the last hour and day
 #                     and a trend: TREND_BUCKETS counts of TREND_BUCKET_MS each,
@@ -36,6 +36,7 @@ from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
     FAILURE_DESCRIPTION,
+    REAL_TOPIC,
 )
 from letterbox.topic_name import TopicName
 
@@ -65,6 +66,7 @@ async def dead_letter_topic(topic: PersistentTopic, now_ms: int) -> dict[str, An
     is_dlq = topic_role(str(topic.name)) is TopicRole.DEAD_LETTER
     total, newest, last_hour, last_day = 0, 0, 0, 0
     by_reason: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
     descriptions: Counter[str] = Counter()
     trend = [0] * TREND_BUCKETS
     start = now_ms - TREND_BUCKETS * TREND_BUCKET_MS
@@ -73,6 +75,7 @@ async def dead_letter_topic(topic: PersistentTopic, now_ms: int) -> dict[str, An
             return None
         total += 1
         by_reason[dl.reason] += 1
+        sources[dl.properties.get(REAL_TOPIC, "unknown")] += 1
         text = description_of(dl.properties)
         if text:
             descriptions[text[:MAX_DESCRIPTION_CHARS]] += 1
@@ -85,7 +88,7 @@ async def dead_letter_topic(topic: PersistentTopic, now_ms: int) -> dict[str, An
     if total == 0 and not is_dlq:
         return None
     return {
-        "topic": str(topic.name), "messages": total, "byReason": dict(by_reason),
+        "topic": str(topic.name), "messages": total, "byReason": dict(by_reason), "sourceTopics": dict(sources),
         "descriptions": [[text, n] for text, n in descriptions.most_common(MAX_DESCRIPTIONS)],
         "newestDeadLetterTime": newest or None, "lastHour": last_hour, "lastDay": last_day,
         "trend": {"bucketMs": TREND_BUCKET_MS, "endsAt": now_ms, "counts": trend},

@@ -1,4 +1,5 @@
-// Browsing: tenants -> namespaces -> topics (backlog, rates, subscriptions, dead letter topics).
+// Browsing: tenants -> namespaces -> topics (backlog, rates, subscriptions, dead letter topics
+// with their most frequent failure, from the namespace's .../letterbox/failing).
 import { api, paths } from "./api.js";
 import { errorBox, fmtNum, h, num, setCrumbs, table, td } from "./dom.js";
 
@@ -59,23 +60,27 @@ export async function namespacesView(root, tenant) {
 export async function topicsView(root, tenant, ns) {
   setCrumbs([["failing", "#/"], ["tenants", "#/tenants"], [tenant, `#/t/${enc(tenant)}`], [ns, null]]);
   root.append(h("h1", {}, `Topics of ${tenant}/${ns}`));
-  const [topics, dlqs] = await Promise.all([
+  const [topics, failing] = await Promise.all([
     api("GET", paths.topics(tenant, ns)).then((t) => { rememberNamespace(tenant, ns); return t; }),
-    api("GET", paths.deadLetterTopics(tenant, ns)).catch((err) => ({ error: err })),
+    api("GET", paths.failing(tenant, ns)).catch((err) => ({ error: err })),
   ]);
-  const dlqByName = new Map(Array.isArray(dlqs) ? dlqs.map((d) => [d.topic, d]) : []);
-  if (dlqs.error) root.append(errorBox(dlqs.error));
+  const dlqs = failing.error ? [] : failing.deadLetterTopics;
+  const dlqByName = new Map(dlqs.map((d) => [d.topic, d]));
+  if (failing.error) root.append(errorBox(failing.error));
   if (dlqByName.size) {
     root.append(h("h2", {}, "Dead letter topics"));
-    root.append(table(["dead letter topic", { label: "live dead letters", num: true }, "by reason", "source topics"],
-      [...dlqByName.values()].map((d) => {
-        const name = d.topic.split("/").pop();
-        return h("tr", { dataset: { topic: d.topic } },
-          td(h("a", { href: `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(name)}`, class: "dlq-link" }, name)),
-          num(d.messages),
-          td(Object.entries(d.byReason).map(([r, n]) => `${r}: ${n}`).join(", ")),
-          td(Object.keys(d.sourceTopics).join(", ")));
-      })));
+    root.append(table(["dead letter topic", { label: "live dead letters", num: true }, "by reason",
+      "most frequent failure", "source topics"], dlqs.map((d) => {
+      const name = d.topic.split("/").pop();
+      const [text, count] = d.descriptions[0] || [null, 0];
+      return h("tr", { dataset: { topic: d.topic } },
+        td(h("a", { href: `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(name)}`, class: "dlq-link" }, name),
+          { class: "nowrap" }),
+        num(d.messages),
+        td(Object.entries(d.byReason).map(([r, n]) => `${r}: ${n}`).join(", "), { class: "nowrap" }),
+        td(text ? `${text} (${count})` : "–", { class: "description", title: text || "" }),
+        td(Object.keys(d.sourceTopics).join(", ")));
+    }), { id: "namespace-dlqs" }));
   }
   root.append(h("h2", {}, "All topics"));
   if (!topics.length) {
