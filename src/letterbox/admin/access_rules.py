@@ -104,6 +104,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("PUT", TOPIC_BASE + "/compaction"): A,  # Pulsar's COMPACT topic operation
     ("GET", TOPIC_BASE + "/compaction"): A,
     ("PUT", NAMESPACE_BASE + "/schemaCompatibilityStrategy"): A,  # pulsar-admin's method
+    ("PUT", NAMESPACE_BASE + "/compactionThreshold"): A,
     ("POST", _SCHEMAS + "/schema"): A,  # schema upload and delete (Pulsar: tenant admin)
     ("DELETE", _SCHEMAS + "/schema"): A,
     **{(m, TOPIC_BASE + p): A for p in _TOPIC_POLICIES for m in ("GET", "POST", "DELETE")},

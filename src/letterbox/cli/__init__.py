@@ -107,6 +107,7 @@ def standalone(
 
 def _register() -> None:
     from letterbox.cli.admin import admin
+    from letterbox.cli.bring_home import import_, redrive_back
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
     from letterbox.cli.migrate import migrate
@@ -121,6 +122,8 @@ def _register() -> None:
     main.add_command(consume)
     main.add_command(tokens)
     main.add_command(migrate)
+    main.add_command(import_)
+    main.add_command(redrive_back)
     main.add_command(pipeline)
 
 
