@@ -16,6 +16,7 @@ import pulsar
 import pytest
 
 from letterbox.protocol import client_commands, pb
+from tests.broker.test_flow_control import metric
 from tests.broker.test_robustness import ConnectionClosed, RawConn, topic_name
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 
@@ -154,3 +155,23 @@ def test_backpressure_pauses_reading_and_loses_nothing(broker_factory: Any) -> N
         assert got == [b"m-%d" % i for i in range(300)]
     finally:
         client.close()
+
+
+def test_a_paused_connection_whose_client_dies_is_closed_and_its_bytes_given_back(broker_factory: Any) -> None:
+    """Connections holding large unfinished frames are paused (not read) once the shared
+    buffer is over; a client that dies then (RST) is noticed by the broker within seconds,
+    not at the frame timeout, and every byte it held is given back."""
+    broker: BrokerProcess = broker_factory(env={
+        "LETTERBOX_MAX_MESSAGE_PUBLISH_BUFFER_SIZE_IN_MB": "1", "LETTERBOX_FRAME_TIMEOUT_SECONDS": "300",
+    })
+    socks = [connected_socket(broker.port) for _ in range(4)]
+    for s in socks:  # 4 x 600 KiB of frames that claim 5 MB: over the 1 MB buffer
+        s.sendall(struct.pack(">II", 5 * MB, 20) + b"\x08" * (600 * 1024))
+    assert wait_until(lambda: metric(broker, "letterbox_connections_paused") >= 2)
+    assert metric(broker, "letterbox_publish_buffer_bytes") > MB
+    for s in socks:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # RST: the client is gone
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 0, timeout=10)
+    assert metric(broker, "letterbox_connections_paused") == 0
+    assert "the peer went away while it was not being read" in broker.log()
