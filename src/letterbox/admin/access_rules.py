@@ -142,6 +142,8 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/{field:key|property|payload}"): Access.CONSUME,
     ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 

@@ -52,6 +52,7 @@ class AdminServer(AdminContext):
             routes_clock,
             routes_cluster,
             routes_compaction,
+            routes_dead_letter_values,
             routes_dead_letters,
             routes_messages,
             routes_move,
@@ -85,6 +86,7 @@ class AdminServer(AdminContext):
             routes_namespace_policies.register,
             routes_permissions.register,
             routes_dead_letters.register,
+            routes_dead_letter_values.register,  # one dead letter, whole values a listing cut
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,
