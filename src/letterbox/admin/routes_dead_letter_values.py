@@ -26,13 +26,14 @@ if TYPE_CHECKING:
     from letterbox.admin.admin_context import AdminContext
 
 MESSAGE_PATH = TOPIC_BASE + "/letterbox/deadLetters/{messageId}"
-VALUE_PATH = MESSAGE_PATH + "/{field:key|property|payload}"
+VALUE_FIELDS = ("key", "property", "payload")
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     routes = DeadLetterValueRoutes(admin)
     router.add_get(MESSAGE_PATH, routes.message)
-    router.add_get(VALUE_PATH, routes.value)
+    for field in VALUE_FIELDS:
+        router.add_get(f"{MESSAGE_PATH}/{field}", routes.value)
 
 
 def _bytes(value: str | bytes) -> bytes:
@@ -67,7 +68,7 @@ class DeadLetterValueRoutes:
         return web.json_response(message_json(await self._find(request)))
 
     async def value(self, request: web.Request) -> web.Response:
-        field = request.match_info["field"]
+        field = request.path.rsplit("/", 1)[1]
         name = request.query.get("name")
         if field == "property" and name is None:
             raise AdminError(400, "name is required: the property's key as the listing shows it (?name=...)")
