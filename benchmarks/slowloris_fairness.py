@@ -3,7 +3,8 @@ complete the handshake, then send all but the last byte of a 5 MB SEND frame and
 (a "slowloris" that keeps its frame unfinished), while a healthy client (the official
 pulsar-client) sends 100-byte messages one at a time (send() -> receipt) on another topic
 all along. After --hold seconds (less than frame_timeout_seconds, 30) the slow connections
-are closed by the client side; the broker's RSS is read before the flood, at its peak, and
+are reset by the client side (or, with --end timeout, closed by the broker's frame time limit,
+set to --hold); the broker's RSS is read before the flood, at its peak, and
 --after seconds after they closed.
 
     .venv/bin/python benchmarks/slowloris_fairness.py --connections 100 --hold 15 --after 10
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import struct
@@ -89,8 +91,13 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=100)
     ap.add_argument("--hold", type=float, default=15.0, help="seconds the slow connections hold their frames")
     ap.add_argument("--after", type=float, default=10.0, help="seconds after they close to read RSS")
+    ap.add_argument("--end", choices=("abort", "timeout"), default="abort",
+                    help="abort: the clients reset their connections after --hold; timeout: the broker's "
+                         "frame_timeout_seconds (set to --hold) closes them")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.end == "timeout":
+        os.environ["LETTERBOX_FRAME_TIMEOUT_SECONDS"] = str(a.hold)
     tmp = Path(tempfile.mkdtemp(prefix="letterbox-slowloris-"))
     broker = Broker(tmp / "data", log=tmp / "broker.log").start()
     port = int(broker.url.rsplit(":", 1)[1])
@@ -120,8 +127,9 @@ def main() -> None:
         flood_start = time.perf_counter()
         time.sleep(a.hold)
         flood_end = time.perf_counter()
-        for s in socks:
-            close(s)
+        if a.end == "abort":
+            for s in socks:
+                close(s)
         time.sleep(a.after)
         after = memory_mb(broker.pid)["VmRSS"]
         log_text = broker.log.read_text(errors="replace")
@@ -132,7 +140,7 @@ def main() -> None:
         during = [d for t, d in lat if flood_start <= t < flood_end]
         later = [d for t, d in lat if t >= flood_end]
         r = {
-            "connections": a.connections, "frame_bytes": FRAME, "hold_s": a.hold, "after_s": a.after,
+            "connections": a.connections, "end": a.end, "frame_bytes": FRAME, "hold_s": a.hold, "after_s": a.after,
             "slow_bytes_sent_mb": round(sent[0] / 1e6), "before": summary(before), "during": summary(during),
             "after": summary(later), "rss_idle_mb": round(idle, 1), "rss_peak_mb": round(peak[0], 1),
             "rss_after_mb": round(after, 1), "rss_after_vs_idle": round(after / idle, 3),
