@@ -164,14 +164,19 @@ def test_a_paused_connection_whose_client_dies_is_closed_and_its_bytes_given_bac
     broker: BrokerProcess = broker_factory(env={
         "LETTERBOX_MAX_MESSAGE_PUBLISH_BUFFER_SIZE_IN_MB": "1", "LETTERBOX_FRAME_TIMEOUT_SECONDS": "300",
     })
-    socks = [connected_socket(broker.port) for _ in range(4)]
-    for s in socks:  # 4 x 600 KiB of frames that claim 5 MB: over the 1 MB buffer
-        s.sendall(struct.pack(">II", 5 * MB, 20) + b"\x08" * (600 * 1024))
-    assert wait_until(lambda: metric(broker, "letterbox_connections_paused") >= 2)
-    assert metric(broker, "letterbox_publish_buffer_bytes") > MB
+    claim = struct.pack(">II", 5 * MB, 20)  # frames that claim 5 MB
+    first = connected_socket(broker.port)
+    first.sendall(claim + b"\x08" * (900 * 1024))  # the largest unfinished frame: read on
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") >= 900 * 1024)
+    socks = [connected_socket(broker.port) for _ in range(3)]
+    for s in socks:  # over the 1 MB buffer and over their share: paused
+        s.sendall(claim + b"\x08" * (600 * 1024))
+    assert wait_until(lambda: metric(broker, "letterbox_connections_paused") == 3)
     for s in socks:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        s.close()  # RST: the client is gone
-    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 0, timeout=10)
+        s.close()  # RST: the clients are gone
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 900 * 1024 + 8, timeout=10)
     assert metric(broker, "letterbox_connections_paused") == 0
-    assert "the peer went away while it was not being read" in broker.log()
+    assert broker.log().count("the peer went away while it was not being read") == 3
+    first.close()
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 0)

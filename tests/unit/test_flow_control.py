@@ -74,14 +74,16 @@ def test_over_the_shared_limit_only_a_connection_over_its_share_pauses() -> None
 
 def test_a_connection_sending_little_is_never_paused_by_others_flooding() -> None:
     """Many connections each holding a large unfinished frame (slow senders) put the total
-    far over the limit: each is paused, and a connection sending small SENDs is not."""
+    far over the limit: each is paused but the one with the largest frame, which reads on,
+    and a connection sending small SENDs is not."""
     cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=4, max_pending_bytes_per_connection=64 * MB)
     pairs = flows(cfg, 11)
     (healthy, th), slow = pairs[0], pairs[1:]
-    for part in (1, 2):  # two reads each: 20 MB of unfinished frames, five times the limit
-        for flow, _ in slow:
-            flow.set_buffered(part * MB)
-    assert all(not t.reading for _, t in slow)
+    for i, (flow, _) in enumerate(slow):
+        flow.set_buffered(MB + i)
+    for i, (flow, _) in reversed(list(enumerate(slow))):  # the largest reads first this time
+        flow.set_buffered(2 * MB + i)  # ~20 MB of unfinished frames: five times the limit
+    assert [t.reading for _, t in slow] == [False] * 9 + [True]
     for _ in range(100):
         healthy.publish_started(100)
         assert th.reading
@@ -92,20 +94,25 @@ def test_a_connection_sending_little_is_never_paused_by_others_flooding() -> Non
     assert healthy.shared.total == 0 and healthy.shared.framing == 0 and not healthy.shared.paused
 
 
-def test_unfinished_frames_alone_over_the_limit_pause_their_connections() -> None:
+def test_unfinished_frames_alone_over_the_limit_pause_all_but_the_largest() -> None:
+    """Unfinished frames alone over the limit (many slow senders): a connection over its share
+    pauses unless its frame is the largest, which reads on, so that some frame always
+    completes; when it does, the largest paused frame is woken and reads on in turn."""
     cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=1, max_pending_bytes_per_connection=64 * MB)
     (a, ta), (b, tb) = flows(cfg, 2)
     a.set_buffered(MB // 2 + 2)
-    b.set_buffered(MB // 2 + 1)  # 1 MB + 3 bytes of unfinished frames: many slow senders
-    assert not tb.reading and ta.reading  # b is over its share (512 KiB), a was read before
-    a.set_buffered(MB // 2 + 3)  # a reads more of its frame: now paused too
-    assert not ta.reading
-    b.close()  # (the frame timeout closed b)
-    assert ta.reading  # under the limit again: a may finish its frame
-    a.set_buffered(MB - 1)
-    assert ta.reading  # (unfinished frames alone are not over the limit)
+    b.set_buffered(MB // 2 + 1)  # 1 MB + 3 bytes of unfinished frames
+    assert not tb.reading and ta.reading  # b is over its share (512 KiB), a's frame is larger
+    a.set_buffered(MB // 2 + 3)  # a reads on
+    assert ta.reading
+    a.publish_started(MB // 2 + 3)  # a's frame completed: its SEND is on its way to storage ...
     a.set_buffered(0)
-    assert ta.reading and a.pauses == 1
+    assert tb.reading  # ... and b, the largest unfinished frame now, reads on
+    b.set_buffered(MB // 2 + 100)
+    assert tb.reading
+    b.close()  # (the frame timeout closed b)
+    a.publish_done(MB // 2 + 3)
+    assert a.shared.total == 0 and a.shared.framing == 0 and not a.shared.paused
 
 
 def test_pending_bytes_pause_one_connection_only() -> None:

@@ -15,7 +15,10 @@
 #     the middle of a frame reads on until the frame is complete (else a frame larger than
 #     what is left could never finish, and nothing would ever come back under the limit),
 #     unless unfinished frames alone exceed the limit (many slow senders: the frame timeout
-#     ends them).
+#     ends them); even then a connection whose unfinished frame is the largest when it reads
+#     reads on, so that some frame always completes (and when one completes or is dropped,
+#     the largest paused one is woken). Beyond the limit the buffer so grows by at most one
+#     frame at a time.
 # Invariants: PublishBuffer.total == the sum of `held` over open FlowControls,
 # PublishBuffer.framing the sum of their `buffered`, PublishBuffer.holders the open
 # FlowControls with `held` > 0; a closed FlowControl has given all of its bytes back and is
@@ -61,6 +64,17 @@ class PublishBuffer:
     def share(self) -> int:
         """What one connection may hold while the total is over the limit."""
         return self.limit // max(1, len(self.holders))
+
+    def leads(self, flow: FlowControl) -> bool:
+        """`flow` has the largest unfinished frame of all connections (one of them when
+        several are as large): it is not paused for unfinished frames."""
+        return flow.buffered > 0 and flow is max(self.holders, key=_buffered, default=None)
+
+    def frame_ended(self) -> None:
+        """A frame completed or was dropped: the largest one paused may read on now."""
+        waiting = [flow for flow in self.paused if flow.buffered > 0]
+        if waiting:
+            max(waiting, key=_buffered).update()
 
     def change(self, delta: int) -> None:
         self.total += delta
@@ -115,6 +129,8 @@ class FlowControl:
         self._held_changed()
         self.shared.change(delta)
         self.update()
+        if nbytes == 0 and self.shared.paused:
+            self.shared.frame_ended()
 
     @property
     def held(self) -> int:
@@ -141,7 +157,8 @@ class FlowControl:
         return (
             (self.max_requests > 0 and self.pending_requests >= self.max_requests)
             or self.pending_bytes + self.buffered > self.max_bytes
-            or (shared.over and self.held > shared.share and (at_boundary or shared.framing > shared.limit))
+            or (shared.over and self.held > shared.share
+                and (at_boundary or (shared.framing > shared.limit and not shared.leads(self))))
         )
 
     def _under_half(self) -> bool:
@@ -150,7 +167,7 @@ class FlowControl:
             (self.max_requests <= 0 or self.pending_requests <= self.max_requests // 2)
             and self.pending_bytes + self.buffered <= self.max_bytes // 2
             and (limit <= 0 or self.shared.total <= limit // 2 or self.held <= self.shared.share // 2
-                 or (self.buffered > 0 and not self.shared.over))
+                 or (self.buffered > 0 and (not self.shared.over or self.shared.leads(self))))
         )
 
     def _pause(self) -> None:
@@ -177,4 +194,11 @@ class FlowControl:
         self.shared.holders.discard(self)
         self.shared.framing -= self.buffered
         self.shared.change(-(self.pending_bytes + self.buffered))
+        unfinished = self.buffered
         self.pending_bytes = self.buffered = self.pending_requests = 0
+        if unfinished and self.shared.paused:
+            self.shared.frame_ended()
+
+
+def _buffered(flow: FlowControl) -> int:
+    return flow.buffered
