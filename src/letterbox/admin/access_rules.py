@@ -145,6 +145,10 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/key"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/property"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/payload"): Access.CONSUME,
     ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 

@@ -52,6 +52,7 @@ class AdminServer(AdminContext):
             routes_clock,
             routes_cluster,
             routes_compaction,
+            routes_dead_letter_values,
             routes_dead_letters,
             routes_failing,
             routes_messages,
@@ -87,6 +88,7 @@ class AdminServer(AdminContext):
             routes_permissions.register,
             routes_dead_letters.register,
             routes_failing.register,  # what is failing in a namespace (the console's landing page)
+            routes_dead_letter_values.register,  # one dead letter, whole values a listing cut
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,

@@ -222,7 +222,7 @@ async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
                                   only_ids: frozenset[str] | None = None,
                                   containing: bytes | None = None) -> AsyncGenerator[DeadLetter, None]:
     """live_dead_letters for the admin views and the redrive's scans: an entry that
-    expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
+    is or expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
     back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop.
     `only_ids` (message ids ledger:entry:partition:batch): only the entries they name are
     read, not the whole topic (the messages of those entries are all yielded).
@@ -237,14 +237,16 @@ async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
         if time.perf_counter() - since >= SLICE_SECONDS:
             await asyncio.sleep(0)
             since = time.perf_counter()
+        big = len(entry.data) > OFF_LOOP_BYTES  # large metadata is parsed off the loop too
         try:
-            meta = parse_entry_metadata(entry.data)
+            meta = await asyncio.to_thread(parse_entry_metadata, entry.data) if big \
+                else parse_entry_metadata(entry.data)
         except MalformedFrame:
             meta = None  # entry_messages reports it
         if containing is not None and meta is not None and _plain_properties(meta) \
                 and containing not in entry.data:
             continue
-        if meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES:
+        if big or (meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES):
             messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit)
         else:
             messages = entry_messages(entry, partition, skip, limit)
