@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from letterbox.failure.fingerprint import FINGERPRINT, FailureGroup, failure_group, fingerprint, pattern
+from letterbox.failure.fingerprint import (
+    FINGERPRINT,
+    FailureGroup,
+    failure_group,
+    fingerprint,
+    pattern,
+)
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,

@@ -20,7 +20,7 @@
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
-#                 log and nack announcements, dead letters listing, poison suspects); on a namespace path,
+#                 log and nack announcements, dead letters listing and groups, poison suspects); on a namespace path,
 #                 consume granted on the namespace (topic listings).
 # Super users and the tenant's admins pass every rule of their scope. Routes
 # that write to a topic named in the body (move, redrive, a namespace's
@@ -142,6 +142,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/groups"): Access.CONSUME,
     ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 

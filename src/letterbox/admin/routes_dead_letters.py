@@ -1,7 +1,8 @@
 # Dead-letter operations (letterbox extensions; broker/moves/dead_letters.py and
 # broker/moves/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
-#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
+#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R&group=G
+#   GET  .../{dlq}/letterbox/deadLetters/groups   (failure groups, routes_dead_letter_groups.py)
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
 #        subscriptionOnly: back into the dead-lettering subscription only; background: answer
 #        202 with a persistent task at once, see routes_redrive_tasks.py)
@@ -33,6 +34,8 @@ from letterbox.admin.request_parsing import (
     query_int,
     topic_name,
 )
+from letterbox.admin.routes_dead_letter_groups import group_field
+from letterbox.admin.routes_dead_letter_groups import register as register_groups
 from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
 from letterbox.broker import (
@@ -59,7 +62,8 @@ MAX_LIMIT = 10_000
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 # characters of one key, property key or property value a listing answers with
 MAX_TEXT_CHARS = 64 * 1024
-FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key",
+                 "group")
 REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
 
 
@@ -71,6 +75,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_delete(TOPIC_BASE + "/letterbox/redrive", routes.cancel_redrive)
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
     register_tasks(admin, router)
+    register_groups(admin, router)
 
 
 def _clipped(text: str, cut: list[str]) -> str:
@@ -150,6 +155,7 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
         before_ms=int_field(body, "deadLetteredBefore", 0),
         message_ids=frozenset(ids) if ids is not None else None,
         key=key,
+        group=group_field(body.get("group")),
     )
     return flt, dry_run, body
 
@@ -188,7 +194,8 @@ class DeadLetterRoutes:
         limit = query_int(request, "limit", DEFAULT_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        flt = DeadLetterFilter(reason=request.query.get("reason"))
+        flt = DeadLetterFilter(reason=request.query.get("reason"),
+                               group=group_field(request.query.get("group"), "query parameter group"))
         topic = self._dlq(request)
         out = []
         budget = MAX_PAYLOAD_BYTES

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, topic_role
+from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, fingerprint, topic_role
 from letterbox.message_properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_TIME,
@@ -99,9 +99,12 @@ class DeadLetterFilter:
     before_ms: int | None = None  # DEAD_LETTER_TIME < before_ms
     key: str | None = None  # the message key (partition key) is exactly this
     message_ids: frozenset[str] | None = None  # only these DLQ message ids (ledger:entry:partition:batch)
+    group: str | None = None  # only this failure group (failure.fingerprint)
 
     def matches(self, dl: DeadLetter) -> bool:
         if self.message_ids is not None and dl.message_id not in self.message_ids:
+            return False
+        if self.group is not None and fingerprint(dl.properties) != self.group:
             return False
         if self.reason is not None and dl.properties.get(DEAD_LETTER_REASON) != self.reason:
             return False

@@ -49,7 +49,7 @@ def spec_of(req: rd.RedriveRequest) -> dict[str, Any]:
     f = req.filter
     return {
         "reason": f.reason, "properties": dict(f.properties), "deadLetteredAfter": f.after_ms,
-        "deadLetteredBefore": f.before_ms, "key": f.key,
+        "deadLetteredBefore": f.before_ms, "key": f.key, "group": f.group,
         "messageIds": sorted(f.message_ids) if f.message_ids is not None else None,
         "target": str(req.target) if req.target is not None else None,
         "subscriptionOnly": req.subscription_only, "maxMessages": req.max_messages,
@@ -64,6 +64,7 @@ def request_of(spec: dict[str, Any]) -> rd.RedriveRequest:
             reason=spec.get("reason"), properties=dict(spec.get("properties") or {}),
             after_ms=spec.get("deadLetteredAfter"), before_ms=spec.get("deadLetteredBefore"),
             key=spec.get("key"), message_ids=frozenset(ids) if ids is not None else None,
+            group=spec.get("group"),
         ),
         target=TopicName.parse(spec["target"]) if spec.get("target") else None,
         max_messages=spec.get("maxMessages"), rate_per_second=spec.get("ratePerSecond"),
@@ -116,7 +117,7 @@ class RedriveTask:
                 left = min(left, max(spec["maxMessages"] - self.moved, 0))
             remaining, estimated = left, True
         filters = {k: spec[k] for k in ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore",
-                                        "key", "messageIds") if spec.get(k)}
+                                        "key", "group", "messageIds") if spec.get(k)}
         return {
             "taskId": self.id, "dlq": self.dlq, "state": self.state, "moved": self.moved,
             "skipped": self.skipped, "remaining": remaining, "remainingEstimated": estimated,
