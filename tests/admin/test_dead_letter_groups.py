@@ -37,12 +37,16 @@ def _cause(i: int) -> dict[str, str]:
 
 def _fill(client: Any, dlq: str, n: int) -> None:
     producer = client.create_producer(T + dlq, batching_enabled=True, batching_max_messages=500,
-                                      batching_max_publish_delay_ms=5)
+                                      batching_max_publish_delay_ms=5, block_if_queue_full=True)
+    failed: list[Any] = []
     for i in range(n):
         props = {**_cause(i), REAL_TOPIC: T + "orders", DEAD_LETTER_TIME: str(T0 + i * 3_600)}
-        producer.send_async(json.dumps({"i": i}).encode(), None, properties=props)
+        producer.send_async(json.dumps({"i": i}).encode(),
+                            lambda res, _id: failed.append(res) if res != pulsar.Result.Ok else None,
+                            properties=props)
     producer.flush()
     producer.close()
+    assert not failed, failed[:3]
 
 
 def test_three_causes_three_groups_and_a_group_redrive(broker: BrokerProcess, client: Any) -> None:
