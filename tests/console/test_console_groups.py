@@ -7,7 +7,12 @@ import json
 import uuid
 from typing import Any
 
-from letterbox.message_properties import DEAD_LETTER_REASON, DEAD_LETTER_TIME, FAILURE_DESCRIPTION, REAL_TOPIC
+from letterbox.message_properties import (
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_TIME,
+    FAILURE_DESCRIPTION,
+    REAL_TOPIC,
+)
 from tests.conftest import BrokerProcess
 from tests.console.browser import Browser
 from tests.console.dead_letters import live_dead_letters
