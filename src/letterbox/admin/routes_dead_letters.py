@@ -5,7 +5,8 @@
 #   GET  .../{dlq}/letterbox/deadLetters/groups   (failure groups, routes_dead_letter_groups.py)
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
 #        subscriptionOnly: back into the dead-lettering subscription only; background: answer
-#        202 with a persistent task at once, see routes_redrive_tasks.py)
+#        202 with a persistent task at once, see routes_redrive_tasks.py; edit: change each
+#        message on its way back, failure/edits.py -- needs the `edit` permission too, 403 without)
 #   DELETE .../{dlq}/letterbox/redrive   cancel the redrive running on that DLQ
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
 # Request bodies are checked field by field before anything runs (400 for
@@ -48,6 +49,7 @@ from letterbox.broker import (
 )
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
+from letterbox.failure.edits import EditError, edit_of
 from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
@@ -64,7 +66,7 @@ MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 MAX_TEXT_CHARS = 64 * 1024
 FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key",
                  "group")
-REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
+REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background", "edit")
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
@@ -221,15 +223,26 @@ class DeadLetterRoutes:
         if subscription_only and target_name is not None:
             raise AdminError(400, "subscriptionOnly puts each message back into the subscription it died in, "
                                   "on its source topic: leave out target")
+        authz, role = self.admin.service.authorization, request.get("role")
+        edit = None
+        if body.get("edit") is not None:
+            try:
+                edit = edit_of(body["edit"])
+            except EditError as exc:
+                raise AdminError(400, str(exc)) from None
         req = rd.RedriveRequest(
             filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
             rate_per_second=rate, dry_run=dry_run, subscription_only=subscription_only,
+            edit=edit, editor=role if edit is not None else None,
         )
         dlq = self._dlq(request)
+        if edit is not None and not authz.can_edit(role, dlq.name):
+            raise AdminError(403, f"Role {role} may redrive but not edit dead letters of {dlq.name}: an edit "
+                                  "needs the `edit` permission on the topic or its namespace (grant-permission "
+                                  "--actions edit), or a super user")
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
         await self._check_targets(request, dlq, req)
-        authz, role = self.admin.service.authorization, request.get("role")
         checked = authz.enabled and not authz.is_super_user(role)
         if checked:
             req = dataclasses.replace(req, may_write=lambda t: authz.can_produce(role, t))

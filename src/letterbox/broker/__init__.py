@@ -9,6 +9,7 @@ from letterbox.broker.moves.dead_letters import (
     DeadLetter,
     DeadLetterFilter,
     live_dead_letters_async,
+    stored_message,
     summary_async,
 )
 from letterbox.broker.moves.message_mover import MoveRequest, move_message
@@ -44,6 +45,6 @@ __all__ = [
     "Subscription", "SubscriptionGone", "Topic", "avro_resolution", "check_definition",
     "check_new_subscription", "check_new_topic", "dead_letter_topic_name", "failure_groups", "inactive_topics",
     "live_dead_letters_async", "max_redeliveries", "move_message", "namespace_policies", "redrive",
-    "seed_defaults", "subscription_admin", "summary_async", "suspect_count", "suspects",
+    "seed_defaults", "stored_message", "subscription_admin", "summary_async", "suspect_count", "suspects",
     "topic_policies", "topic_termination", "type_name",
 ]

@@ -213,6 +213,16 @@ def _key(key: str | bytes | None) -> dict[str, Any]:
     return {"key": None if key is None else as_text(key), "raw_key": key if isinstance(key, bytes) else None}
 
 
+def stored_message(topic: MovedTopic, entry_id: int, batch_index: int) -> DeadLetter | None:
+    """The message at (entry, batch index) of the topic as stored, handled or not (None when
+    the entry is gone or holds no such index)."""
+    entries = topic.ledger.read_entries(entry_id, 1)
+    if not entries or entries[0].position.entry_id != entry_id:
+        return None
+    found = entry_messages(entries[0], topic.name.partition_index, frozenset(), topic.service.config.max_message_size)
+    return next((m for m in found if m.batch_index == batch_index or batch_index < 0), None)
+
+
 def live_dead_letters(topic: MovedTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
     """Messages of the topic not yet redriven or purged, in order, from `start_entry`."""
     partition = topic.name.partition_index

@@ -26,6 +26,9 @@
 # message goes back to the topic AND subscription it died in; the same chunk
 # transaction acknowledges the new entry on every other durable cursor of that
 # topic, so only that subscription receives it again.
+# Edit-and-replay (RedriveRequest.edit, failure/edits.py): each message is changed as it is
+# appended, in the same chunk transaction; an edit that does not apply to a matching message
+# refuses the whole redrive up front (check), before anything moved.
 # A redrive task (redrive_tasks.py) passes a ChunkProgress: its record is
 # written in each chunk's transaction, so its counts are exact after a crash.
 from __future__ import annotations
@@ -103,6 +106,8 @@ async def check(topic: MovedTopic, req: RedriveRequest) -> Survey:
     async with dlq_lock(topic):
         check_dead_letter_topic(topic)
         found = await survey(topic, req)
+        if found.edit_refused is not None:
+            raise NotAllowed(f"{found.edit_refused}; nothing was redriven")
         if not req.dry_run and (req.subscription_only or found.redrivable):
             check_targets(topic, req, found)
         return found
@@ -213,7 +218,8 @@ async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
         schemas = service.schemas.carry_from(topic.name)  # small hook (parity): schemas on the targets
         for dl, name, sub in chunk:
             target = targets[str(name)]
-            data = redriven_entry(dl, producer_name, move.next_entry_id(target.ledger), now, schemas.to(target.name))
+            data = redriven_entry(dl, producer_name, move.next_entry_id(target.ledger), now, schemas.to(target.name),
+                                  req.edit, req.editor)
             appended = move.append(target.ledger, data, 1, now)
             if sub is not None:
                 for other in others[(str(name), sub.subscription)]:

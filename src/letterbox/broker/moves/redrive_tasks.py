@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker.moves import redrive as rd
 from letterbox.broker.moves.dead_letters import DeadLetterFilter
 from letterbox.errors import LetterboxError
+from letterbox.failure.edits import edit_of
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def spec_of(req: rd.RedriveRequest) -> dict[str, Any]:
         "target": str(req.target) if req.target is not None else None,
         "subscriptionOnly": req.subscription_only, "maxMessages": req.max_messages,
         "ratePerSecond": req.rate_per_second,
+        "edit": req.edit.to_json() if req.edit is not None else None, "editedBy": req.editor,
     }
 
 
@@ -69,6 +71,7 @@ def request_of(spec: dict[str, Any]) -> rd.RedriveRequest:
         target=TopicName.parse(spec["target"]) if spec.get("target") else None,
         max_messages=spec.get("maxMessages"), rate_per_second=spec.get("ratePerSecond"),
         subscription_only=bool(spec.get("subscriptionOnly")),
+        edit=edit_of(spec["edit"]) if spec.get("edit") else None, editor=spec.get("editedBy"),
     )
 
 
