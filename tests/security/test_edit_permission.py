@@ -24,7 +24,7 @@ def test_edit_needs_the_edit_permission(secured: Secured, role_client: Any) -> N
     assert secured.admin("PUT", "/admin/v2/namespaces/ed/ns")[0] == 204
     assert secured.admin("POST", "/admin/v2/namespaces/ed/ns/permissions/reader", ["consume", "produce"])[0] == 204
     producer = role_client("admin").create_producer(DLQ)
-    for i in range(3):
+    for _ in range(3):
         producer.send(json.dumps({"amount": "x"}).encode(),
                       properties={"REAL_TOPIC": "persistent://ed/ns/orders", "DEAD_LETTER_REASON": "terminated"})
     producer.close()

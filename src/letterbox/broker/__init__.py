@@ -3,14 +3,13 @@ responsibility; service.py composes them. This face is all that admin and standa
 the service, the topic model, and the operations the admin API performs (some as modules)."""
 from letterbox.broker.compaction.compactor import THRESHOLD_POLICY, CompactionInProgress
 from letterbox.broker.moves import redrive
-from letterbox.broker.moves.dead_letter_groups import failure_groups
+from letterbox.broker.moves.dead_letter_groups import failure_groups, summary_async
 from letterbox.broker.moves.dead_letter_router import dead_letter_topic_name
 from letterbox.broker.moves.dead_letters import (
     DeadLetter,
     DeadLetterFilter,
     live_dead_letters_async,
     stored_message,
-    summary_async,
 )
 from letterbox.broker.moves.message_mover import MoveRequest, move_message
 from letterbox.broker.moves.redrive_targets import SubscriptionGone

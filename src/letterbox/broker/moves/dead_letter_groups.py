@@ -1,4 +1,6 @@
-# Failure groups of a dead letter topic (letterbox extension): its live dead letters
+# Summaries of a dead letter topic (letterbox extension): counts by reason and source topic
+# (summary, summary_async: the namespace's dead letter topics listing), and failure groups.
+# Failure groups: its live dead letters
 # (dead_letters.live_dead_letters_async: not redriven, not purged) counted by their
 # failure group (failure.fingerprint), in ONE scan of the topic that keeps per group
 # only its counts, its first and last dead-letter time, one example and a count per
@@ -12,10 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.broker.moves.dead_letters import DeadLetterFilter, live_dead_letters_async
-from letterbox.failure import failure_group
+from letterbox.broker.moves.dead_letters import (
+    DeadLetterFilter,
+    live_dead_letters,
+    live_dead_letters_async,
+)
+from letterbox.failure import TopicRole, failure_group, topic_role
 from letterbox.failure.fingerprint import error_text
-from letterbox.message_properties import DEAD_LETTER_REASON, FAILURE_ERROR_CLASS
+from letterbox.message_properties import DEAD_LETTER_REASON, FAILURE_ERROR_CLASS, REAL_TOPIC
 
 if TYPE_CHECKING:
     from letterbox.broker.moves.move_ends import MovedTopic
@@ -99,3 +105,34 @@ def _answer(topic: str, total: int, groups: dict[str, _Group]) -> dict[str, Any]
         })
     return {"topic": topic, "messages": total, "groups": out,
             "histogram": {"start": start, "bucketMs": width, "buckets": buckets}}
+
+
+def summary(topic: MovedTopic) -> dict[str, object]:
+    by_reason: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    total = 0
+    for dl in live_dead_letters(topic):
+        total += 1
+        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
+        source = dl.properties.get(REAL_TOPIC, "unknown")
+        sources[source] = sources.get(source, 0) + 1
+    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
+
+
+async def summary_async(topic: MovedTopic) -> dict[str, object] | None:
+    """summary() of a dead letter topic for the admin view (large entries opened off the
+    event loop); None when the topic is not a dead letter topic."""
+    by_reason: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    total = 0
+    async for dl in live_dead_letters_async(topic):
+        if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER \
+                and DEAD_LETTER_REASON not in dl.properties:
+            return None
+        total += 1
+        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
+        source = dl.properties.get(REAL_TOPIC, "unknown")
+        sources[source] = sources.get(source, 0) + 1
+    if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER:
+        return None
+    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}

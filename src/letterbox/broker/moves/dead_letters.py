@@ -1,6 +1,6 @@
 # Reading dead letter topics (letterbox extension): the messages of a DLQ
 # topic one by one (batches opened), which of them are still "live", filters
-# over them, and per-topic summaries. A message is live until a redrive or a
+# over them (summaries: dead_letter_groups.py). A message is live until a redrive or a
 # purge marks it handled; the marks are the acknowledgements of one internal
 # durable subscription on the DLQ topic, HANDLED_SUBSCRIPTION (per entry, or
 # per batch index), so they persist with the cursor and move atomically with
@@ -26,7 +26,6 @@ from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, fingerprint, topi
 from letterbox.message_properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_TIME,
-    REAL_TOPIC,
     origin_message_id,
 )
 from letterbox.protocol import (
@@ -323,34 +322,3 @@ def is_dead_letter_topic(topic: MovedTopic) -> bool:
         return True
     first = next(live_dead_letters(topic), None)
     return first is not None and DEAD_LETTER_REASON in first.properties
-
-
-def summary(topic: MovedTopic) -> dict[str, object]:
-    by_reason: dict[str, int] = {}
-    sources: dict[str, int] = {}
-    total = 0
-    for dl in live_dead_letters(topic):
-        total += 1
-        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
-        source = dl.properties.get(REAL_TOPIC, "unknown")
-        sources[source] = sources.get(source, 0) + 1
-    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
-
-
-async def summary_async(topic: MovedTopic) -> dict[str, object] | None:
-    """summary() of a dead letter topic for the admin view (large entries opened off the
-    event loop); None when the topic is not a dead letter topic."""
-    by_reason: dict[str, int] = {}
-    sources: dict[str, int] = {}
-    total = 0
-    async for dl in live_dead_letters_async(topic):
-        if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER \
-                and DEAD_LETTER_REASON not in dl.properties:
-            return None
-        total += 1
-        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
-        source = dl.properties.get(REAL_TOPIC, "unknown")
-        sources[source] = sources.get(source, 0) + 1
-    if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER:
-        return None
-    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
