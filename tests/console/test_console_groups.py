@@ -50,3 +50,21 @@ def test_groups_first_with_bars_and_a_group_redrive(page: Browser, broker: Broke
     page.wait(lambda: len(page.css("#groups-table tbody tr")) == 1, what="one group left")
     left = live_dead_letters(broker.admin_url, dlq)
     assert sorted(json.loads(m["payloadText"])["i"] for m in left) == [0, 1, 2, 3, 4, 5]
+
+
+def test_detail_view_shows_the_edits_of_a_message(page: Browser, broker: BrokerProcess, client: Any) -> None:
+    """A message redriven with an edit and dead-lettered again: its detail view lists the edit."""
+    import hashlib
+
+    from letterbox.failure.edits import MessageEdit, edit_log
+    from letterbox.message_properties import EDIT_LOG
+
+    dlq = f"persistent://public/default/ce-{uuid.uuid4().hex[:6]}-sub-DLQ"
+    log = edit_log(None, by="ops-team", at_ms=T0, old=b'{"amount":"x"}', new=b'{"amount":1}',
+                   original="7:3:-1:-1", edit=MessageEdit(payload=b'{"amount":1}'))
+    producer = client.create_producer(dlq, batching_enabled=False)
+    mid = producer.send(b'{"amount":1}', properties={DEAD_LETTER_REASON: "terminated", EDIT_LOG: log})
+    producer.close()
+    open_page(page, broker, dlq_hash(dlq).replace("#/dlq/", "#/msg/") + f"/{mid.ledger_id()}:{mid.entry_id()}:-1:-1")
+    row = page.wait_text("#edits tr.edit", "ops-team")
+    assert hashlib.sha256(b'{"amount":"x"}').hexdigest() in row and "7:3:-1:-1" in row and "payload" in row

@@ -1,5 +1,6 @@
 // One dead letter in full: its fields, every property, the payload as text / JSON / hex,
-// its delivery attempts when the broker recorded them, and redrive / purge of just this message.
+// its delivery attempts when the broker recorded them, its edits (EDIT_LOG) when it was redriven with
+// a change, and redrive / purge of just this message.
 import { api, paths, splitTopic } from "./api.js";
 import { clear, errorBox, h, setCrumbs, table, td } from "./dom.js";
 import { LIST_LIMIT, messageCache, shortTopic } from "./dlq.js";
@@ -63,6 +64,13 @@ export async function messageView(root, tenant, ns, topic, id) {
   const attemptsHost = h("div", { id: "attempts-host" });
   root.append(h("h2", {}, "Delivery attempts"), attemptsHost);
   attemptsHost.append(await attemptsPanel(p));
+  const edits = parseAttempts(p.EDIT_LOG); // edit-and-replay: who changed it, when, the old payload's hash
+  if (edits.length) {
+    root.append(h("h2", {}, "Edits"), table(["edited", "by", "old payload sha256", "changes", "original"],
+      edits.map((e) => h("tr", { class: "edit" }, td(fmtTime(e.at)), td(e.by || "–"),
+        td(h("code", {}, String(e.oldPayloadSha256 || "–"))), td((e.changes || []).join(", ")),
+        td(String(e.original || "–")))), { id: "edits" }));
+  }
   return null;
 }
 
