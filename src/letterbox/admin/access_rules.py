@@ -48,7 +48,7 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy",
+                "/letterbox/redeliveryBackoff", "/letterbox/failureEvents", "/compactionThreshold", "/schemaCompatibilityStrategy",
                 # limits on topics (admin/routes_namespace_limits.py)
                 "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
                 "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation", "/dispatchRate",

@@ -53,6 +53,7 @@ class AdminServer(AdminContext):
             routes_cluster,
             routes_compaction,
             routes_dead_letters,
+            routes_failure_events,
             routes_messages,
             routes_move,
             routes_namespace_limits,
@@ -85,6 +86,7 @@ class AdminServer(AdminContext):
             routes_namespace_policies.register,
             routes_permissions.register,
             routes_dead_letters.register,
+            routes_failure_events.register,  # a namespace's failure events topic
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,
