@@ -17,7 +17,7 @@ from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError, no_content
 from letterbox.admin.request_parsing import NAMESPACE_BASE, json_body, namespace_of
-from letterbox.broker.policies.namespace_policies import FAILURE_EVENTS
+from letterbox.broker import namespace_policies
 from letterbox.failure import PolicyError
 from letterbox.failure.events import FailureEventsPolicy, events_topic_name
 
@@ -40,7 +40,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     async def get(request: web.Request) -> web.Response:
         ns, doc = namespace(request)
         try:
-            policy = FailureEventsPolicy.from_json(doc[FAILURE_EVENTS]) if doc.get(FAILURE_EVENTS) \
+            policy = FailureEventsPolicy.from_json(doc[namespace_policies.FAILURE_EVENTS]) if doc.get(namespace_policies.FAILURE_EVENTS) \
                 else FailureEventsPolicy()
         except PolicyError:
             policy = FailureEventsPolicy()
@@ -53,12 +53,12 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
         except PolicyError as exc:
             raise AdminError(400, str(exc)) from None
         ns, _ = namespace(request)
-        await policies.update(ns, FAILURE_EVENTS, policy.to_json())
+        await policies.update(ns, namespace_policies.FAILURE_EVENTS, policy.to_json())
         return no_content()
 
     async def delete(request: web.Request) -> web.Response:
         ns, _ = namespace(request)
-        await policies.update(ns, FAILURE_EVENTS, None)
+        await policies.update(ns, namespace_policies.FAILURE_EVENTS, None)
         return no_content()
 
     router.add_get(FAILURE_EVENTS_PATH, get)
