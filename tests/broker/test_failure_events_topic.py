@@ -91,3 +91,46 @@ def test_nack_dead_letter_redrive_edit_events_in_order(broker: BrokerProcess, cl
     assert status == 400 and "enabled" in bad["reason"], bad
     status, bad = call(base, "POST", POLICY, json.dumps({"retentionSizeInMB": 0}))
     assert status == 400 and "retentionSizeInMB" in bad["reason"], bad
+
+
+def test_terminate_and_park_events(broker: BrokerProcess, client: Any) -> None:
+    """A terminate through letterbox.client (the admin move) and a message parked behind its
+    poisoned key (ordered quarantine) each publish their event, in order."""
+    from letterbox.client import DeadLetterPolicy, RetryConsumer
+
+    base, ns = broker.admin_url, "public/fe2"
+    assert call(base, "PUT", f"/admin/v2/namespaces/{ns}")[0] == 204
+    assert call(base, "POST", f"/admin/v2/namespaces/{ns}/letterbox/failureEvents", "{}")[0] == 204
+    watcher = client.subscribe(f"persistent://{ns}/{FAILURE_EVENTS_TOPIC}", "watch")
+    topic = f"persistent://{ns}/jobs"
+    consumer = RetryConsumer(client, topic, "w", admin_url=base, dead_letter_policy=DeadLetterPolicy(max_redeliver_count=3))
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"bad")
+    producer.close()
+    consumer.terminate(consumer.receive(10_000), "schema v1 is gone")
+    consumer.close()
+
+    parked = client.subscribe(topic + "-keyed", "k", consumer_type=pulsar.ConsumerType.Failover,
+                              negative_ack_redelivery_delay_ms=20,
+                              properties={"letterbox.dlq.max_redeliveries": "1", "letterbox.dlq.on_key_failure": "park"})
+    producer = client.create_producer(topic + "-keyed", batching_enabled=False)
+    for body in (b"poison", b"after"):
+        producer.send(body, partition_key="k1")
+    producer.close()
+
+    def settle() -> bool:
+        try:
+            parked.negative_acknowledge(parked.receive(timeout_millis=100))
+        except pulsar.Timeout:
+            pass
+        letters = call(base, "GET", f"/admin/v2/persistent/{ns}/jobs-keyed-k-DLQ/letterbox/deadLetters")[1]
+        return isinstance(letters, list) and len(letters) == 2
+
+    assert wait_until(settle, 30, 0)
+    parked.close()
+    events = _events(watcher, 3)
+    assert [(e["type"], e["reason"]) for e in events] == [
+        ("terminate", "terminated"), ("dead-letter", "max-redeliveries"), ("park", "parked-behind")]
+    assert events[0]["description"] == "schema v1 is gone" and events[0]["subscription"] == "w"
+    assert events[2]["parkedBehind"] == events[1]["messageId"]
+    watcher.close()
