@@ -4,6 +4,7 @@ in order, readable by any consumer; a namespace that did not opt in publishes no
 are refused naming the field."""
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -119,10 +120,8 @@ def test_terminate_and_park_events(broker: BrokerProcess, client: Any) -> None:
     producer.close()
 
     def settle() -> bool:
-        try:
+        with contextlib.suppress(pulsar.Timeout):
             parked.negative_acknowledge(parked.receive(timeout_millis=100))
-        except pulsar.Timeout:
-            pass
         letters = call(base, "GET", f"/admin/v2/persistent/{ns}/jobs-keyed-k-DLQ/letterbox/deadLetters")[1]
         return isinstance(letters, list) and len(letters) == 2
 
