@@ -109,6 +109,7 @@ def _register() -> None:
     from letterbox.cli.admin import admin
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
+    from letterbox.cli.dlq_edit import dlq_replay  # noqa: F401  (registers `dlq replay`)
     from letterbox.cli.dlq_groups import dlq_export  # noqa: F401  (registers `dlq groups` and `dlq export`)
     from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
