@@ -131,3 +131,22 @@ def test_payload_replacement_and_edits_that_cannot_apply(broker: BrokerProcess, 
     assert json.loads(msg.properties()[EDIT_LOG])[0]["oldPayloadSha256"] == hashlib.sha256(b"\x00\x01not json").hexdigest()
     consumer.acknowledge(msg)
     consumer.close()
+
+
+def test_a_background_redrive_task_edits_and_shows_its_edit(broker: BrokerProcess, client: Any) -> None:
+    base, topic = broker.admin_url, "edit-task"
+    [dead] = _dead_letter(base, client, topic, [BAD])
+    edit = {"jsonPatch": [{"op": "remove", "path": "/currency"}]}
+    status, task = call(base, "POST", f"{P}/{topic}-S-DLQ/letterbox/redrive", json.dumps(
+        {"messageIds": [dead["messageId"]], "edit": edit, "background": True}))
+    assert status == 202 and task["edit"]["jsonPatch"] == edit["jsonPatch"], task
+
+    def finished() -> bool:
+        return call(base, "GET", f"{P}/{topic}-S-DLQ/letterbox/redrive/{task['taskId']}")[1]["state"] == "finished"
+
+    assert wait_until(finished, 20, 0.05)
+    consumer = client.subscribe(T + topic, "S", consumer_type=pulsar.ConsumerType.Shared)
+    msg = consumer.receive(timeout_millis=5_000)
+    assert json.loads(msg.data()) == {"order": 7, "amount": "12,50"}
+    consumer.acknowledge(msg)
+    consumer.close()

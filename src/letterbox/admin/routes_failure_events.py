@@ -39,11 +39,11 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
 
     async def get(request: web.Request) -> web.Response:
         ns, doc = namespace(request)
+        stored = doc.get(namespace_policies.FAILURE_EVENTS)
         try:
-            policy = FailureEventsPolicy.from_json(doc[namespace_policies.FAILURE_EVENTS]) if doc.get(namespace_policies.FAILURE_EVENTS) \
-                else FailureEventsPolicy()
+            policy = FailureEventsPolicy.from_json(stored) if stored else FailureEventsPolicy()
         except PolicyError:
-            policy = FailureEventsPolicy()
+            policy = FailureEventsPolicy()  # edited by hand into something unreadable: off
         return web.json_response({**policy.to_json(), "topic": events_topic_name(ns)})
 
     async def post(request: web.Request) -> web.Response:

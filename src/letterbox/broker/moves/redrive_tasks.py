@@ -128,6 +128,7 @@ class RedriveTask:
             "maxMessages": spec.get("maxMessages"), "ratePerSecond": spec.get("ratePerSecond"),
             "background": self.persistent, "createdAt": self.created_ms, "updatedAt": self.updated_ms,
             "endedAt": self.ended_ms, "error": self.error, "restarts": self.restarts,
+            "edit": spec.get("edit"), "editedBy": spec.get("editedBy"),
         }
 
 
