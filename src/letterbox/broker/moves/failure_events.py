@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import logging
 import weakref
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 from letterbox.broker.moves.move_ends import MovesBroker
 from letterbox.broker.moves.move_transaction import MoveTransaction
 from letterbox.broker.policies.namespace_policies import FAILURE_EVENTS as POLICY_KEY
+from letterbox.broker.policies.namespace_policies import NAMESPACE_KEY
 from letterbox.errors import InvalidTopicName
 from letterbox.failure.events import (
     FailureEventsPolicy,
@@ -46,16 +49,25 @@ class FailureEventPublisher:
         self.draining = False
         self.dropped = 0
         self.published = 0
+        self.policies: dict[str, tuple[str | None, FailureEventsPolicy]] = {}  # ns -> (its document, policy)
 
     def policy(self, namespace: str) -> FailureEventsPolicy:
-        doc = self.service.namespace_policies.document(namespace) or {}
-        value = doc.get(POLICY_KEY)
-        if not value:
-            return FailureEventsPolicy()
-        try:
-            return FailureEventsPolicy.from_json(value)
-        except ValueError:
-            return FailureEventsPolicy()
+        """The namespace's policy, parsed again only when its stored document changed (a
+        dead-letter move of many messages asks once per message)."""
+        raw = self.service.store.get_metadata(NAMESPACE_KEY + namespace)
+        known = self.policies.get(namespace)
+        if known is not None and known[0] == raw:
+            return known[1]
+        policy = FailureEventsPolicy()
+        doc: Any = {}
+        with contextlib.suppress(ValueError):
+            doc = json.loads(raw) if raw else {}
+        value = doc.get(POLICY_KEY) if isinstance(doc, dict) else None
+        if value:
+            with contextlib.suppress(ValueError):  # edited by hand into something unreadable: off
+                policy = FailureEventsPolicy.from_json(value)
+        self.policies[namespace] = (raw, policy)
+        return policy
 
     def publish(self, event: dict[str, Any]) -> bool:
         """Queue `event` for its namespace's events topic; False when that namespace did not opt in."""
