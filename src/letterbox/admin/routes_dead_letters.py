@@ -1,11 +1,13 @@
 # Dead-letter operations (letterbox extensions; broker/moves/dead_letters.py and
 # broker/moves/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
-#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R&after=ID
+#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R&group=G&after=ID
 #        (paged by size and values cut: listing_budget.py; whole values: routes_dead_letter_values.py)
+#   GET  .../{dlq}/letterbox/deadLetters/groups   (failure groups, routes_dead_letter_groups.py)
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
 #        subscriptionOnly: back into the dead-lettering subscription only; background: answer
-#        202 with a persistent task at once, see routes_redrive_tasks.py)
+#        202 with a persistent task at once, see routes_redrive_tasks.py; edit: change each
+#        message on its way back, failure/edits.py -- needs the `edit` permission too, 403 without)
 #   DELETE .../{dlq}/letterbox/redrive   cancel the redrive running on that DLQ
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
 # Request bodies are checked field by field before anything runs (400 for
@@ -37,6 +39,8 @@ from letterbox.admin.request_parsing import (
     query_int,
     topic_name,
 )
+from letterbox.admin.routes_dead_letter_groups import group_field
+from letterbox.admin.routes_dead_letter_groups import register as register_groups
 from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
 from letterbox.broker import (
@@ -49,6 +53,7 @@ from letterbox.broker import (
 )
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
+from letterbox.failure.edits import EditError, edit_of
 from letterbox.message_properties import DEAD_LETTER_REASONS, REAL_TOPIC
 from letterbox.topic_name import TopicName
 
@@ -59,8 +64,9 @@ DEFAULT_LIMIT = 100
 # a dead letter's id as the listing gives it (DeadLetter.message_id)
 MESSAGE_ID = re.compile(r"[0-9]{1,18}:[0-9]{1,18}:-?[0-9]{1,9}:-?[0-9]{1,9}")
 MAX_LIMIT = 10_000
-FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
-REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key",
+                 "group")
+REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background", "edit")
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
@@ -71,6 +77,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_delete(TOPIC_BASE + "/letterbox/redrive", routes.cancel_redrive)
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
     register_tasks(admin, router)
+    register_groups(admin, router)
 
 
 def message_json(dl: DeadLetter) -> dict[str, Any]:
@@ -144,6 +151,7 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
         before_ms=int_field(body, "deadLetteredBefore", 0),
         message_ids=frozenset(ids) if ids is not None else None,
         key=key,
+        group=group_field(body.get("group")),
     )
     return flt, dry_run, body
 
@@ -190,7 +198,8 @@ class DeadLetterRoutes:
         limit = query_int(request, "limit", DEFAULT_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        flt = DeadLetterFilter(reason=known_reason(request.query.get("reason")))
+        flt = DeadLetterFilter(reason=known_reason(request.query.get("reason")),
+                               group=group_field(request.query.get("group"), "query parameter group"))
         topic = self._dlq(request)
         page = ListingPage(request, limit, dead_letter_order)
         start = page.after[0] if page.after is not None else 0
@@ -214,15 +223,26 @@ class DeadLetterRoutes:
         if subscription_only and target_name is not None:
             raise AdminError(400, "subscriptionOnly puts each message back into the subscription it died in, "
                                   "on its source topic: leave out target")
+        authz, role = self.admin.service.authorization, request.get("role")
+        edit = None
+        if body.get("edit") is not None:
+            try:
+                edit = edit_of(body["edit"])
+            except EditError as exc:
+                raise AdminError(400, str(exc)) from None
         req = rd.RedriveRequest(
             filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
             rate_per_second=rate, dry_run=dry_run, subscription_only=subscription_only,
+            edit=edit, editor=role if edit is not None else None,
         )
         dlq = self._dlq(request)
+        if edit is not None and not authz.can_edit(role, dlq.name):
+            raise AdminError(403, f"Role {role} may redrive but not edit dead letters of {dlq.name}: an edit "
+                                  "needs the `edit` permission on the topic or its namespace (grant-permission "
+                                  "--actions edit), or a super user")
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
         await self._check_targets(request, dlq, req)
-        authz, role = self.admin.service.authorization, request.get("role")
         checked = authz.enabled and not authz.is_super_user(role)
         if checked:
             req = dataclasses.replace(req, may_write=lambda t: authz.can_produce(role, t))
