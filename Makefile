@@ -109,7 +109,7 @@ fuse:
 # the client layer, Spark and the console; compat-tests is the compat rerun above (the whole of
 # tests/client and tests/spark): split so the three take about as long (docs/testing.md).
 # -O keeps each one's output together.
-SIDE_TESTS := tests/client tests/spark tests/console
+SIDE_TESTS := tests/client tests/spark tests/console tests/docs/test_spark_doc.py
 test: lint typecheck
 	$(MAKE) --no-print-directory -O -j3 core-tests side-tests compat-tests
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _broker import Broker, CpuSpan, memory_mb
+from _broker import CpuSpan, memory_mb
+from _systems import Letterbox, Pulsar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -82,63 +83,6 @@ def intervals(text: str, pattern: re.Pattern[str]) -> list[dict[str, float]]:
     """pulsar-perf's 10 s report lines as numbers: rate, mean, p50, p95, p99, p99.9 (ms)."""
     keys = ("rate", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms")
     return [dict(zip(keys, _floats(m), strict=True)) for m in pattern.finditer(text)]
-
-
-class Pulsar:
-    """Apache Pulsar standalone, as the conformance harness starts it."""
-
-    name = "pulsar"
-
-    def __init__(self, tmp: Path) -> None:
-        self.ref = reference.PulsarReference(data_dir=tmp / "pulsar")
-        self.started_at = 0.0
-
-    def start(self) -> None:
-        self.started_at = time.monotonic()
-        self.ref.start()
-
-    @property
-    def pid(self) -> int:
-        assert self.ref.pid is not None
-        return self.ref.pid
-
-    @property
-    def service_url(self) -> str:
-        return self.ref.service_url
-
-    @property
-    def admin_url(self) -> str:
-        return self.ref.admin_url
-
-    def stop(self) -> None:
-        self.ref.stop()
-
-
-class Letterbox:
-    name = "letterbox"
-
-    def __init__(self, tmp: Path) -> None:
-        self.broker = Broker(tmp / "data", sync="full", log=tmp / "broker.log")
-        self.started_at = 0.0
-
-    def start(self) -> None:
-        self.started_at = time.monotonic()
-        self.broker.start()
-
-    @property
-    def pid(self) -> int:
-        return self.broker.pid
-
-    @property
-    def service_url(self) -> str:
-        return self.broker.url
-
-    @property
-    def admin_url(self) -> str:
-        return self.broker.admin_url()
-
-    def stop(self) -> None:
-        self.broker.stop()
 
 
 def first_receipt_seconds(system: Pulsar | Letterbox, timeout: float = 300.0) -> float:

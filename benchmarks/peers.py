@@ -1,9 +1,11 @@
-"""letterbox side by side with NATS JetStream (issue 13), one command:
+"""letterbox side by side with Apache Pulsar standalone and NATS JetStream, one command:
 
     .venv/bin/python benchmarks/peers.py            # or: make bench-peers
 
-Installs what is missing (Debian's nats-server with apt-get, as root; nats-py with pip), then
-starts each system in turn on 127.0.0.1 with a fresh temporary data directory -- NATS
+Installs what is missing (Debian's nats-server with apt-get, as root; nats-py with pip; the
+reference Apache Pulsar's jars from Maven Central, conformance/reference.py), then starts each
+system in turn on 127.0.0.1 with a fresh temporary data directory -- Apache Pulsar standalone
+(journalSyncData=true: fsync before the receipt, as the conformance harness runs it), NATS
 JetStream (file storage, ephemeral port) and letterbox (`letterbox standalone`, sync=full) --
 and runs each workload --runs times on it, 100-byte messages, one producer process and one
 consumer process (_peers_pulsar.py / _peers_nats.py):
@@ -14,7 +16,8 @@ consumer process (_peers_pulsar.py / _peers_nats.py):
                  after 4 deliveries by the client's ConsumerDeadLetterPolicy(max_redeliver_count=3)
                  (NATS: max_deliver=4, nak(), dead letters rebuilt from the advisory)
   W2 broker DLQ  the same with the broker's policy (consumer property
-                 letterbox.dlq.max_redeliveries=3; NATS: as above)
+                 letterbox.dlq.max_redeliveries=3; NATS: as above; Apache Pulsar has no
+                 broker-side dead-lettering, so it runs only W2 client DLQ)
 
 The clock runs from the producer's first send to the consumer's last ack (W2: until every good
 message is acked and every failing one is in the dead letter topic, each once). Broker CPU is
@@ -46,6 +49,7 @@ import uuid
 from pathlib import Path
 
 from _broker import Broker, CpuSpan
+from _systems import Pulsar, reference
 
 HERE = Path(__file__).resolve().parent
 NATS_PY = "nats-py>=2.6,<3"
@@ -206,10 +210,14 @@ def cpu_probe() -> float:
 
 def run_system(system: str, a: argparse.Namespace, out: list[dict[str, object]]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f"peers-{system}-"))
-    server: Broker | NatsServer = NatsServer(tmp) if system == "nats" else Broker(tmp / "data", log=tmp / "broker.log")
+    server: Broker | NatsServer | Pulsar = (
+        NatsServer(tmp) if system == "nats" else Pulsar(tmp) if system == "pulsar"
+        else Broker(tmp / "data", log=tmp / "broker.log"))
     try:
         server.start()
         for workload in a.workloads:
+            if system == "pulsar" and WORKLOADS[workload][2] == "broker":
+                continue  # Apache Pulsar dead-letters only on the client
             n = a.w2 if workload.startswith("W2") else a.w1
             for run in range(a.runs):
                 r = run_once(system, server.url, server.pid, workload, n, a)
@@ -268,23 +276,27 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def versus(rows: list[dict[str, object]]) -> list[str]:
-    """letterbox against NATS per workload, in the terms of issue 13's acceptance."""
+    """letterbox against each other system per workload; and letterbox's broker-side W2 against
+    Apache Pulsar's W2, whose only dead-lettering is the client's."""
     out = []
     by = {(r["workload"], r["system"]): r for r in rows}
-    for workload in dict.fromkeys(r["workload"] for r in rows):
-        lb, nats = by.get((workload, "letterbox")), by.get((workload, "nats"))
-        if lb is None or nats is None:
+    pairs = [(w, w, peer) for w in dict.fromkeys(r["workload"] for r in rows) for peer in ("pulsar", "nats")]
+    pairs.append(("W2 broker DLQ", "W2 client DLQ", "pulsar"))
+    for ours, theirs, peer in pairs:
+        lb, other = by.get((ours, "letterbox")), by.get((theirs, peer))
+        if lb is None or other is None:
             continue
-        out.append(f"{workload}: letterbox {float(lb['msg_per_s']) / float(nats['msg_per_s']):.2f} x NATS msg/s, "  # type: ignore[arg-type]
-                   f"time {float(lb['seconds']) / float(nats['seconds']):.2f} x NATS, broker CPU "  # type: ignore[arg-type]
-                   f"{lb['broker_us_per_msg']} vs {nats['broker_us_per_msg']} µs/msg, exact: "
-                   f"{lb['exact']} / {nats['exact']}")
+        label = ours if ours == theirs else f"{ours} (letterbox) vs {theirs} ({peer})"
+        out.append(f"{label}: letterbox {float(lb['msg_per_s']) / float(other['msg_per_s']):.2f} x {peer} msg/s, "  # type: ignore[arg-type]
+                   f"time {float(lb['seconds']) / float(other['seconds']):.2f} x {peer}, broker CPU "  # type: ignore[arg-type]
+                   f"{lb['broker_us_per_msg']} vs {other['broker_us_per_msg']} µs/msg, exact: "
+                   f"{lb['exact']} / {other['exact']}")
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--systems", default="nats,letterbox", help="comma-separated: nats, letterbox")
+    ap.add_argument("--systems", default="pulsar,nats,letterbox", help="comma-separated: pulsar, nats, letterbox")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated names from the list above")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--w1", type=int, default=100_000, help="messages in W1")
@@ -298,9 +310,11 @@ def main() -> None:
     a = ap.parse_args()
     systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     a.workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
-    if bad := [s for s in systems if s not in ("nats", "letterbox")] + [w for w in a.workloads if w not in WORKLOADS]:
+    if bad := [s for s in systems if s not in ("pulsar", "nats", "letterbox")] + [w for w in a.workloads if w not in WORKLOADS]:
         sys.exit(f"unknown system or workload: {', '.join(bad)} (workloads: {', '.join(WORKLOADS)})")
     ensure_installed(systems, not a.no_install)
+    if "pulsar" in systems:
+        reference.fetch()
     load_before = os.getloadavg()
     runs: list[dict[str, object]] = []
     probes = [cpu_probe()]

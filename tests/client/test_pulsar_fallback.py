@@ -80,7 +80,8 @@ def test_extension_routes_answer_404_and_pulsar_routes_work(compat_broker: Broke
     client.create_producer(f"{NS}letterbox").close()  # a topic named "letterbox" is no extension route
     assert _status(f"{compat_broker.admin_url}/admin/v2/persistent/public/default/letterbox/stats") == 200
     assert _status(f"{compat_broker.admin_url}/admin/v2/namespaces/public/default/topics") == 200
-    assert "pulsar-compatible-only: letterbox extensions are off" in compat_broker.log()
+    if isinstance(compat_broker, BrokerProcess):  # (tests/conformance runs this against Apache Pulsar too)
+        assert "pulsar-compatible-only: letterbox extensions are off" in compat_broker.log()
     client.close()
 
 
@@ -134,13 +135,15 @@ def test_retry_consumer_falls_back_to_produce_then_acknowledge(compat_broker: Br
     assert not [r for r in caplog.records if "not announced" in r.getMessage()]
     msg = consumer.receive(10_000)
     moved_at = time.monotonic()
-    consumer.reconsume_later(msg, timedelta(seconds=1))
+    consumer.reconsume_later(msg, timedelta(seconds=2))
     retried = consumer.receive(15_000)
-    assert time.monotonic() - moved_at >= 0.9  # deliver_after on the retry topic
+    # deliver_after on the retry topic; Apache Pulsar hands a delayed message out up to its
+    # delayedDeliveryTickTimeMillis (1 s by default) early, letterbox at the time asked
+    assert time.monotonic() - moved_at >= 0.9
     props = retried.properties()
     assert retried.topic_name() == f"{topic}-s-RETRY"
     assert (props["REAL_TOPIC"], props["ORIGIN_MESSAGE_ID"], props["RECONSUMETIMES"], props["DELAY_TIME"],
-            props["app"]) == (topic, origin, "1", "1000", "1")
+            props["app"]) == (topic, origin, "1", "2000", "1")
     assert (retried.data(), retried.partition_key(), retried.event_timestamp()) == (b"a", "k-a", 1234)
     assert retried.producer_name().endswith("-RETRY")
     consumer.terminate(retried, "bad input")

@@ -37,6 +37,10 @@ POLICIES: dict[str, Any] = {
 }
 
 
+ORDERS_SCHEMA = {"type": "JSON", "properties": {"owner": "billing"}, "schema": json.dumps(
+    {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]})}
+
+
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.load(r)
@@ -59,6 +63,9 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
     _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/letterbox/deadLetterPolicy",
            {"maxRedeliverCount": 3})
     plain, parted = f"persistent://{tenant}/app/orders", f"persistent://{tenant}/app/events"
+    batched = f"persistent://{tenant}/app/batched"
+    _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/permissions/reader", ["consume"])
+    _admin(lb.admin_url, "POST", f"/admin/v2/schemas/{tenant}/app/orders/schema", ORDERS_SCHEMA)
     _admin(lb.admin_url, "PUT", f"/admin/v2/persistent/{tenant}/app/events/partitions", 3)
     rng = random.Random(7)
     owed: dict[str, dict[str, set[str]]] = {}
@@ -80,7 +87,31 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
                         keep.add(m.data().decode())
                 cons.close()  # a clean close: its acknowledgements are durable
                 owed[topic][name] = keep
+        owed[batched] = {"partial": _fill_batched(c, batched, rng)}
     return owed
+
+
+def _fill_batched(c: pulsar.Client, topic: str, rng: random.Random) -> set[str]:
+    """40 messages in batch entries of 10; the subscription acknowledges some of each batch
+    (batch-index acknowledgements): what it still owes."""
+    cons = c.subscribe(topic, "partial", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True)
+    prod = c.create_producer(topic, batching_enabled=True, batching_max_messages=10,
+                             batching_max_publish_delay_ms=60_000)
+    for i in range(40):
+        prod.send_async(f"batched-{i}".encode(), None, partition_key=f"k{i % 7}", properties={"i": str(i)},
+                        event_timestamp=1_700_000_000_000 + i)
+        if i % 10 == 9:
+            prod.flush()
+    keep = set()
+    for _ in range(40):
+        m = cons.receive(10_000)
+        assert m.message_id().batch_index() >= 0, "sent as batch entries"
+        if rng.random() < 0.5:
+            cons.acknowledge(m)
+        else:
+            keep.add(m.data().decode())
+    cons.close()
+    return keep
 
 
 def test_migrate_copies_messages_and_subscription_positions(reference: Target, letterbox_target: Target) -> None:
@@ -91,16 +122,20 @@ def test_migrate_copies_messages_and_subscription_positions(reference: Target, l
     assert f"partitioned topic persistent://{tenant}/app/events (3 partitions)" in plan.stdout
     first = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "verified: 4 topics, 8 subscriptions identical" in first.stdout
+    assert "verified: 5 topics, 9 subscriptions identical" in first.stdout
     assert f"note: {tenant}/app: deadLetterPolicy" in first.stderr and "letterbox-only" in first.stderr
     ns = f"{reference.admin_url}/admin/v2/namespaces/{tenant}/app"
     assert _get(f"{ns}/messageTTL") == POLICIES["messageTTL"]
     assert _get(f"{ns}/backlogQuotaMap")["destination_storage"]["limitSize"] == 10_000_000
     assert _get(f"{ns}/schemaCompatibilityStrategy") == "FORWARD"
     assert _get(f"{ns}/deduplication") is True
+    assert _get(f"{ns}/permissions")["reader"] == ["consume"]
+    schema = _get(f"{reference.admin_url}/admin/v2/schemas/{tenant}/app/orders/schema")
+    assert (schema["type"], json.loads(schema["data"]), schema["properties"]) == (
+        "JSON", json.loads(ORDERS_SCHEMA["schema"]), {"owner": "billing"})
     again = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert again.returncode == 0, again.stderr
-    assert again.stderr.count("(0 sent by this run)") == 4, again.stderr
+    assert again.stderr.count("(0 sent by this run)") == 5, again.stderr
     with client(reference) as c:
         for topic, subs in owed.items():
             for name, keep in subs.items():

@@ -34,3 +34,18 @@ def test_describe_names_everything_that_would_move() -> None:
     assert plan.describe() == [
         "tenant t", "namespace t/ns", "  partitioned topic persistent://t/ns/p (2 partitions)",
         "  topic persistent://t/ns/a: 10 entries; s (acked through 4, 1 more)"]
+
+
+def test_a_partly_acknowledged_batch_counts_message_by_message() -> None:
+    from letterbox.admin.stats import BATCH_ACKED as SERVED
+    from letterbox.migrate.plan import BATCH_ACKED
+
+    assert SERVED == BATCH_ACKED  # what the broker serves is what the migration reads
+    cursor = {"markDeletePosition": "5:3", "individuallyDeletedMessages": "[(5:5..5:6]]",
+              BATCH_ACKED: {"5:4": [0, 2]}}
+    acked = acked_through(cursor)
+    assert [acked(5, 4, i) for i in range(4)] == [True, False, True, False]
+    assert acked(5, 3) and acked(5, 6, 7) and not acked(5, 7, 0)
+    sub = SubscriptionPosition("s", 3, frozenset({6}), {4: frozenset({0, 2})})
+    assert [sub.is_acked(4, i) for i in range(3)] == [True, False, True]
+    assert sub.is_acked(6, 1) and not sub.is_acked(5, 0)

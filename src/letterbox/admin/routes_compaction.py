@@ -3,7 +3,7 @@
 #                                a partitioned topic compacts every partition
 #   GET .../{topic}/compaction   its status, Pulsar's LongRunningProcessStatus:
 #                                {"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError": ""}
-#   GET/POST/DELETE /admin/v2/namespaces/{t}/{ns}/compactionThreshold
+#   GET/PUT/POST/DELETE /admin/v2/namespaces/{t}/{ns}/compactionThreshold (PUT as Pulsar)
 #                                the namespace's automatic compaction threshold in bytes of
 #                                backlog after the horizon (body: an integer; 0 turns it off;
 #                                not an integer 400, negative 412)
@@ -53,6 +53,7 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     policies = PolicyRoutes(admin)
     router.add_get(THRESHOLD_PATH, policies.getter(THRESHOLD_POLICY))
     router.add_post(THRESHOLD_PATH, policies.setter(THRESHOLD_POLICY, _threshold))
+    router.add_put(THRESHOLD_PATH, policies.setter(THRESHOLD_POLICY, _threshold))  # Pulsar's method
     router.add_delete(THRESHOLD_PATH, policies.remover(THRESHOLD_POLICY))
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from letterbox.broker import BrokerService, Consumer
 
 WINDOW_SECONDS = 60.0
+# internal stats of a cursor with partly acknowledged batches: "ledger:entry" -> acknowledged
+# indexes (letterbox's own field, absent otherwise; `letterbox migrate` reads it)
+BATCH_ACKED = "letterboxBatchAckedIndexes"
 Key = tuple[str, ...]
 
 
@@ -358,6 +361,9 @@ def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
             "properties": dict(getattr(sub.cursor, "properties", {})),
             **stats_fields.fresh(stats_fields.CURSOR),
         }
+        batches_fn = getattr(sub.cursor, "batch_acked_indexes", None)
+        if callable(batches_fn) and (batches := batches_fn()):  # letterbox's own: batch-index acks
+            cursors[name][BATCH_ACKED] = {f"{lid}:{e}": acked for e, acked in batches.items()}
     return {
         **stats_fields.fresh(stats_fields.INTERNAL),
         "entriesAddedCounter": ledger.next_entry_id,

@@ -112,10 +112,14 @@ def standalone(
 def _register() -> None:
     from letterbox.cli.admin import admin
     from letterbox.cli.backup import backup, restore
+    from letterbox.cli.bring_home import import_, redrive_back
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
+    from letterbox.cli.dlq_edit import dlq_replay  # noqa: F401  (registers `dlq replay`)
+    from letterbox.cli.dlq_groups import dlq_export  # noqa: F401  (registers `dlq groups` and `dlq export`)
     from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
+    from letterbox.cli.pipeline import pipeline
     from letterbox.cli.tokens import tokens
     from letterbox.cli.verify import verify
 
@@ -126,10 +130,12 @@ def _register() -> None:
     main.add_command(consume)
     main.add_command(tokens)
     main.add_command(migrate)
+    main.add_command(import_)
+    main.add_command(redrive_back)
+    main.add_command(pipeline)
     main.add_command(verify)
     main.add_command(backup)
     main.add_command(restore)
-    main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
 
 
 _register()

@@ -75,7 +75,7 @@ def _bytes(text: str) -> int:
 def set_threshold(a: AdminContext, namespace: str, threshold: str) -> None:
     """Compact NAMESPACE's topics automatically past a backlog size."""
     value = _bytes(threshold)
-    a.client.request("POST", namespace_path(namespace) + "/compactionThreshold", value)
+    a.client.request("PUT", namespace_path(namespace) + "/compactionThreshold", value)  # as pulsar-admin
     a.done(f"Compaction threshold of {namespace} set to {value} bytes", namespace=namespace,
            compactionThreshold=value)
 

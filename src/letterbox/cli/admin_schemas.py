@@ -93,7 +93,7 @@ def schemas_delete(a: AdminContext, topic: TopicName) -> None:
 def set_strategy(a: AdminContext, namespace: str, compatibility: str) -> None:
     """Set NAMESPACE's schema compatibility strategy."""
     value = compatibility.upper()
-    a.client.request("POST", namespace_path(namespace) + "/schemaCompatibilityStrategy", value)
+    a.client.request("PUT", namespace_path(namespace) + "/schemaCompatibilityStrategy", value)  # as pulsar-admin
     a.done(f"Schema compatibility strategy of {namespace} set to {value}", namespace=namespace,
            schemaCompatibilityStrategy=value)
 

@@ -6,6 +6,8 @@
 #     body's {"reason"} (or its text) and the HTTP status.
 #   - AdminUnreachable: nothing answered (connection refused, timeout, DNS);
 #     the message names the URL and says the broker is probably not running.
+#   - NeedsLetterbox: a letterbox-only route on an API without the extension
+#     (Apache Pulsar): says so and what to use there (extension_routes.py).
 # It also owns the per-invocation CLI state (AdminContext: client + output
 # mode) and the `--output` option that every leaf command accepts. Calls carry
 # the --auth-token / --tls-trust-certs identity (auth_flags.py).
@@ -23,6 +25,12 @@ import click
 
 from letterbox.auth_flags import auth_options
 from letterbox.auth_options import AuthOptions
+from letterbox.cli.extension_routes import (
+    CLOCK_ROUTE,
+    NeedsLetterbox,
+    extension_of,
+    needs_letterbox,
+)
 from letterbox.cli.output import OUTPUT_CHOICE, echo_json
 from letterbox.default_urls import ADMIN_URL_ENV, DEFAULT_ADMIN_URL
 
@@ -100,6 +108,9 @@ class AdminClient:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout, context=self._ssl) as resp:
                 return Response(resp.status, resp.read(), list(resp.headers.items()))
         except urllib.error.HTTPError as exc:
+            extension = extension_of(path) if exc.code in (404, 405) else None
+            if extension is not None and (path == CLOCK_ROUTE or not self._has_extension()):
+                raise needs_letterbox(self.base_url, extension) from None
             raise AdminApiError(exc.code, _reason(exc.read(), exc.reason)) from None
         except urllib.error.URLError as exc:
             raise AdminUnreachable(unreachable_message(self.base_url, exc.reason)) from None
@@ -112,6 +123,18 @@ class AdminClient:
 
     def get_json(self, path: str, query: dict[str, str] | None = None) -> Any:
         return self.request("GET", path, query=query).json()
+
+    def _has_extension(self) -> bool:
+        """Whether the API serves letterbox's own routes: its clock route answers anything but 404."""
+        try:
+            self.request("GET", CLOCK_ROUTE)
+        except AdminApiError as exc:
+            return exc.status not in (404, 405)
+        except NeedsLetterbox:
+            return False
+        except click.ClickException:
+            return True  # unreachable now: keep the original error
+        return True
 
     def post_json(self, path: str, body: Any, timeout: float | None = None) -> Any:
         return self.request("POST", path, body, timeout=timeout).json()

@@ -22,7 +22,8 @@ from letterbox.default_urls import (
 )
 
 
-def _client(url: str, auth: AuthOptions) -> Any:
+def open_client(url: str, auth: AuthOptions) -> Any:
+    """The official client on `url`, quiet; a URL it refuses is a usage error."""
     import pulsar
 
     # the client's own logger, errors only (a Python logger can abort the process at exit:
@@ -70,7 +71,7 @@ def migrate(service_url: str, admin_url: str, target_url: str, target_admin_url:
             click.echo(line)
         return
     target_admin.get_json("/admin/v2/clusters")  # the target answers (and accepts the token) before any write
-    source, target = _client(service_url, source_auth), _client(target_url, target_auth)
+    source, target = open_client(service_url, source_auth), open_client(target_url, target_auth)
     try:
         def told(topic: str, sent: int, total: int) -> None:
             click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)

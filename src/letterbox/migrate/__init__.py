@@ -27,7 +27,7 @@ from letterbox.migrate.plan import (
     acked_through,
     read_plan,
 )
-from letterbox.migrate.policies import copy_policies
+from letterbox.migrate.policies import copy_policies, copy_schema
 from letterbox.migrate.positions import TargetAdmin, place
 
 __all__ = [
@@ -78,6 +78,8 @@ def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> lis
         for t in ns.topics:
             if t.name not in have and "-partition-" not in t.name:
                 target.request("PUT", _path(t.name))
+        for name in [*ns.partitioned, *(t.name for t in ns.topics if "-partition-" not in t.name)]:
+            copy_schema(source, target, name)
     return report
 
 
@@ -108,7 +110,7 @@ def unacked(seen: Survey, cursors: dict[str, Any], subscription: str) -> set[str
     if cursor is None:
         return {"(no such subscription)"}
     acked = acked_through(cursor)
-    return {origin for ledger, entry, origin in seen.ids if not acked(ledger, entry)}
+    return {origin for ledger, entry, batch, origin in seen.ids if not acked(ledger, entry, batch)}
 
 
 def verify(plan: MigrationPlan, source_admin: Any, target_admin: TargetAdmin, source: Any,

@@ -61,36 +61,63 @@ def read_all(client: Any, topic: str) -> Iterator[Any]:
 
 def copy_topic(source: Any, target: Any, topic: str, progress: Callable[[int], None] | None = None) -> Copied:
     """Copy `topic`'s retained messages from the `source` client to the `target` client."""
-    producer = target.create_producer(topic, producer_name=producer_name(topic), batching_enabled=False,
-                                      block_if_queue_full=True, send_timeout_millis=0)
+    return copy_messages(source, target, topic, lambda _msg: topic, lambda _dst: producer_name(topic), progress=progress)
+
+
+def migrated_properties(msg: Any) -> dict[str, str]:
+    """A copied message's properties: its own, and its source id and publish time (kept from a
+    first copy when it was copied before)."""
+    props = dict(msg.properties())
+    props.setdefault(MIGRATED_MESSAGE_ID, source_id(msg))
+    props.setdefault(MIGRATED_PUBLISH_TIME, str(msg.publish_timestamp()))
+    return props
+
+
+def copy_messages(
+    source: Any, target: Any, topic: str, destination: Callable[[Any], str], name_of: Callable[[str], str],
+    keep: Callable[[Any], bool] = lambda _msg: True, properties: Callable[[Any], dict[str, str]] = migrated_properties,
+    progress: Callable[[int], None] | None = None,
+) -> Copied:
+    """Copy the retained messages of `topic` that `keep` admits, in order, each to the target topic
+    `destination(msg)`, by one producer per destination named `name_of(destination)`. Each message's
+    sequence id is its source position, so a destination's producer skips what it stored before."""
+    producers: dict[str, tuple[Any, int]] = {}
+    failures = _Failures(topic)
+    n = sent = 0
     try:
-        last = producer.last_sequence_id()  # -1 on a first run; the last one stored on a rerun
-        failures = _Failures(topic)
-        n = sent = 0
         for msg in read_all(source, topic):
+            if not keep(msg):
+                continue
             n += 1
+            dst = destination(msg)
+            if dst not in producers:
+                producer = target.create_producer(dst, producer_name=name_of(dst), batching_enabled=False,
+                                                  block_if_queue_full=True, send_timeout_millis=0)
+                producers[dst] = (producer, producer.last_sequence_id())  # -1 first; the last stored on a rerun
+            producer, last = producers[dst]
             seq = sequence_of(msg)
             if seq <= last:
                 continue
-            props = dict(msg.properties())
-            props.setdefault(MIGRATED_MESSAGE_ID, source_id(msg))
-            props.setdefault(MIGRATED_PUBLISH_TIME, str(msg.publish_timestamp()))
-            producer.send_async(msg.data(), failures.note, properties=props, partition_key=msg.partition_key() or None,
-                                ordering_key=msg.ordering_key() or None, sequence_id=seq,
-                                event_timestamp=msg.event_timestamp() or None)
+            producer.send_async(msg.data(), failures.note, properties=properties(msg),
+                                partition_key=msg.partition_key() or None, ordering_key=msg.ordering_key() or None,
+                                sequence_id=seq, event_timestamp=msg.event_timestamp() or None)
             sent += 1
             if sent % 1000 == 0:
-                producer.flush()
-                failures.check()
-                if progress is not None:
-                    progress(sent)
-        producer.flush()
-        failures.check()
-        if progress is not None:
-            progress(sent)
+                _flush(producers, failures, progress, sent)
+        _flush(producers, failures, progress, sent)
         return Copied(topic, n, sent)
     finally:
-        producer.close()
+        for producer, _ in producers.values():
+            producer.close()
+
+
+def _flush(producers: dict[str, tuple[Any, int]], failures: _Failures, progress: Callable[[int], None] | None,
+           sent: int) -> None:
+    for producer, _ in producers.values():
+        producer.flush()
+    failures.check()
+    if progress is not None:
+        progress(sent)
 
 
 def _bytes(value: str | bytes | None) -> bytes:
@@ -112,19 +139,20 @@ class _Failures:
 
     def check(self) -> None:
         if self.first is not None:
-            raise RuntimeError(f"the target refused a message of {self.topic}: {self.first}; "
-                               "run the migration again to resume")
+            raise RuntimeError(f"the target refused a message copied from {self.topic}: {self.first}; "
+                               "run the same command again to resume")
 
 
 @dataclass(frozen=True)
 class Survey:
     """One read of a topic: its message count, a sha256 over each message's payload, key,
     ordering key, event time and user properties in order (the same on both sides when a copy is
-    complete), and each message's (ledger, entry, source id) for checking cursors against."""
+    complete), and each message's (ledger, entry, batch index, source id) for checking cursors
+    against."""
 
     count: int
     digest: str
-    ids: tuple[tuple[int, int, str], ...]
+    ids: tuple[tuple[int, int, int, str], ...]
 
 
 def survey(client: Any, topic: str) -> Survey:
@@ -137,5 +165,6 @@ def survey(client: Any, topic: str) -> Survey:
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
         mid = msg.message_id()
-        ids.append((mid.ledger_id(), mid.entry_id(), msg.properties().get(MIGRATED_MESSAGE_ID) or source_id(msg)))
+        ids.append((mid.ledger_id(), mid.entry_id(), mid.batch_index(),
+                    msg.properties().get(MIGRATED_MESSAGE_ID) or source_id(msg)))
     return Survey(len(ids), h.hexdigest(), tuple(ids))

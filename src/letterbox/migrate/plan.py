@@ -4,11 +4,11 @@
 # prints it, and the copy and the positioning steps take it as their only instructions.
 # Invariant: a subscription's position is the cursor as the source's internal stats give it
 # (Pulsar's format): everything up to `mark_delete` is acknowledged, and after it exactly the
-# entries in `acked` are.
+# entries in `acked` and, of a partly acknowledged batch entry, the indexes in `batch_acked`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,14 +19,23 @@ class Admin(Protocol):
     def get_json(self, path: str, query: dict[str, str] | None = None) -> Any: ...
 
 
+# a cursor's partly acknowledged batch entries in letterbox's internal stats (admin.stats.BATCH_ACKED)
+BATCH_ACKED = "letterboxBatchAckedIndexes"
+
+
 @dataclass(frozen=True)
 class SubscriptionPosition:
     name: str
     mark_delete: int  # entry id; -1: nothing acknowledged yet
     acked: frozenset[int] = frozenset()  # entries acknowledged after mark_delete
+    # partly acknowledged batch entries -> the batch indexes acknowledged in them
+    batch_acked: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
-    def is_acked(self, entry_id: int) -> bool:
-        return entry_id <= self.mark_delete or entry_id in self.acked
+    def is_acked(self, entry_id: int, batch_index: int = -1) -> bool:
+        if entry_id <= self.mark_delete or entry_id in self.acked:
+            return True
+        done = self.batch_acked.get(entry_id)
+        return done is not None and batch_index in done
 
 
 @dataclass(frozen=True)
@@ -78,16 +87,30 @@ def acked_entries(ranges: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def acked_through(cursor: dict[str, Any]) -> Callable[[int, int], bool]:
-    """Whether a (ledger, entry) is acknowledged by a cursor of Pulsar's internal stats (ledger
-    ids included: a Pulsar topic spans several ledgers)."""
+def batch_acked(cursor: dict[str, Any]) -> dict[tuple[int, int], frozenset[int]]:
+    """(ledger, entry) -> acknowledged batch indexes, of a cursor's partly acknowledged batches."""
+    out = {}
+    for position, indexes in (cursor.get(BATCH_ACKED) or {}).items():
+        ledger, entry = (int(x) for x in position.split(":"))
+        out[(ledger, entry)] = frozenset(int(i) for i in indexes)
+    return out
+
+
+def acked_through(cursor: dict[str, Any]) -> Callable[[int, int, int], bool]:
+    """Whether a (ledger, entry, batch index) is acknowledged by a cursor of Pulsar's internal
+    stats (ledger ids included: a Pulsar topic spans several ledgers), letterbox's batch-index
+    acknowledgements included."""
     md = tuple(int(x) for x in cursor["markDeletePosition"].split(":"))
     ranges = [((int(m.group(1)), int(m.group(2))), (int(m.group(3)), int(m.group(4))))
               for m in _RANGE.finditer(cursor.get("individuallyDeletedMessages", "[]"))]
+    batches = batch_acked(cursor)
 
-    def acked(ledger: int, entry: int) -> bool:
+    def acked(ledger: int, entry: int, batch_index: int = -1) -> bool:
         at = (ledger, entry)
-        return at <= md or any(lo < at <= hi for lo, hi in ranges)
+        if at <= md or any(lo < at <= hi for lo, hi in ranges):
+            return True
+        done = batches.get(at)
+        return done is not None and batch_index in done
 
     return acked
 
@@ -106,7 +129,8 @@ def topic_plan(admin: Admin, topic: str) -> TopicPlan:
     subs = []
     for name, cursor in sorted((stats.get("cursors") or {}).items()):
         subs.append(SubscriptionPosition(name, entry_of(cursor["markDeletePosition"]),
-                                         acked_entries(cursor.get("individuallyDeletedMessages", "[]"))))
+                                         acked_entries(cursor.get("individuallyDeletedMessages", "[]")),
+                                         {entry: done for (_l, entry), done in batch_acked(cursor).items()}))
     return TopicPlan(topic, int(stats.get("numberOfEntries", 0)), tuple(subs))
 
 

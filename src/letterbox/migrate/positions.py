@@ -23,13 +23,15 @@ class TargetAdmin(Protocol):
     def get_json(self, path: str, query: dict[str, str] | None = None) -> Any: ...
 
 
-def target_ids(target: Any, topic: str) -> list[tuple[int, Any]]:
-    """(source entry id, target message id) of each migrated message of `topic`, in order."""
+def target_ids(target: Any, topic: str) -> list[tuple[int, int, Any]]:
+    """(source entry id, source batch index, target message id) of each migrated message of
+    `topic`, in order."""
     out = []
     for msg in read_all(target, topic):
         origin = msg.properties().get(MIGRATED_MESSAGE_ID)
         if origin is not None:
-            out.append((int(origin.split(":")[1]), msg.message_id()))
+            _ledger, entry, batch = origin.split(":")
+            out.append((int(entry), int(batch), msg.message_id()))
     return out
 
 
@@ -45,20 +47,22 @@ def place(admin: TargetAdmin, target: Any, plan: TopicPlan) -> None:
     path = "/admin/v2/" + plan.name.replace("persistent://", "persistent/", 1)
     existing = set(admin.get_json(f"{path}/subscriptions"))
     for sub in plan.subscriptions:
-        first = next((mid for eid, mid in ids if not sub.is_acked(eid)), None)
-        at = LATEST if first is None else _position(first)
+        start = next((i for i, (eid, bi, _mid) in enumerate(ids) if not sub.is_acked(eid, bi)), len(ids))
+        at = LATEST if start == len(ids) else _position(ids[start][2])
         if sub.name in existing:
             admin.request("POST", f"{path}/subscription/{sub.name}/resetcursor", at)
         else:
             admin.request("PUT", f"{path}/subscription/{sub.name}", at)
-        _ack_after(target, plan.name, sub, ids)
+        _ack_after(target, plan.name, sub, ids[start:])
 
 
-def _ack_after(target: Any, topic: str, sub: SubscriptionPosition, ids: list[tuple[int, Any]]) -> None:
-    """Acknowledge on the target the messages `sub` acknowledged after its mark-delete position."""
+def _ack_after(target: Any, topic: str, sub: SubscriptionPosition, ids: list[tuple[int, int, Any]]) -> None:
+    """Acknowledge on the target the messages of `ids` (those from the subscription's first
+    unacknowledged one on) that `sub` acknowledged; each message of a partly acknowledged batch
+    on its own, as the target stores them unbatched."""
     import pulsar
 
-    todo = {str(mid) for eid, mid in ids if eid > sub.mark_delete and eid in sub.acked}
+    todo = {str(mid) for eid, bi, mid in ids if sub.is_acked(eid, bi)}
     if not todo:
         return
     consumer = target.subscribe(topic, sub.name, consumer_type=pulsar.ConsumerType.Shared,

@@ -109,6 +109,10 @@ class ManagedCursor:
         """Whether some entry is a partly acknowledged batch (batch_ack_set not None)."""
         return bool(self._batches)
 
+    def batch_acked_indexes(self) -> dict[int, list[int]]:
+        """Each partly acknowledged batch entry -> the indexes of its acknowledged messages."""
+        return {e: [i for i in range(size) if mask >> i & 1] for e, (size, mask) in sorted(self._batches.items())}
+
     def individually_acked_ranges(self) -> list[tuple[int, int]]:
         return self._ranges.to_list()
 
