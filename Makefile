@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -66,7 +66,7 @@ lint: $(CODECS_STAMP)
 typecheck: $(CODECS_STAMP)
 	$(BIN)/mypy
 
-unit: $(CODECS_STAMP) browser
+unit: $(CODECS_STAMP) browser fuse
 	$(BIN)/pytest -q --ignore=tests/conformance
 
 # The whole of tests/client and tests/spark a second time against brokers started
@@ -92,17 +92,28 @@ browser:
 	  else echo "chromium/chromium-driver missing and apt-get as root unavailable: tests/console will skip"; fi; \
 	fi
 
+# tests/storage/test_power_loss.py mounts a FUSE file system: it needs Debian's fuse3 (fusermount3, libfuse3)
+fuse:
+	@if ! command -v fusermount3 >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
+	    echo "installing fuse3 for tests/storage/test_power_loss.py"; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq fuse3 >/dev/null \
+	      || echo "could not install fuse3: tests/storage/test_power_loss.py will fail"; \
+	  else echo "fuse3 missing and apt-get as root unavailable: tests/storage/test_power_loss.py will fail"; fi; \
+	fi
+
 # make test runs the suite as three pytest processes at once: most tests wait on brokers, Spark
 # JVMs and the browser rather than on the CPU (a serial run took 21 min of wall time for 6 min
 # of CPU). core-tests is everything but the client layer, Spark and the console; side-tests is
 # the client layer, Spark and the console; compat-tests is the compat rerun above (the whole of
 # tests/client and tests/spark): split so the three take about as long (docs/testing.md).
 # -O keeps each one's output together.
-SIDE_TESTS := tests/client tests/spark tests/console
+SIDE_TESTS := tests/client tests/spark tests/console tests/docs/test_spark_doc.py
 test: lint typecheck
 	$(MAKE) --no-print-directory -O -j3 core-tests side-tests compat-tests
 
-core-tests: $(CODECS_STAMP)
+core-tests: $(CODECS_STAMP) fuse
 	$(BIN)/pytest -q -p no:cacheprovider $(addprefix --ignore=,$(SIDE_TESTS) tests/conformance)
 
 side-tests: $(CODECS_STAMP) browser

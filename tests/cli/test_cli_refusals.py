@@ -16,7 +16,7 @@ import pytest
 
 from letterbox.cli import main
 from letterbox.default_urls import DEFAULT_ADMIN_URL, DEFAULT_SERVICE_URL
-from tests.cli.helpers import dlq, ok_json
+from tests.cli.helpers import dlq, ok_json, run
 from tests.conftest import BrokerProcess
 
 SRC = "persistent://public/default/cli-refusals-src"
@@ -68,6 +68,16 @@ def test_a_topic_that_is_not_a_dead_letter_topic_is_refused(broker: BrokerProces
     before = _counts(broker)
     _refused(dlq(broker, *command), f"{SRC} is not a dead letter topic",
              "cli-refusals-src-<subscription>-DLQ", "letterbox dlq list public/default")
+    assert _counts(broker) == before == (3, 2)
+
+
+def test_a_spark_redrive_of_a_topic_that_is_not_a_dead_letter_topic_is_refused(broker: BrokerProcess,
+                                                                               topics: None) -> None:
+    """`letterbox pipeline redrive` asks the same guard as `letterbox dlq redrive`, before any
+    Spark session starts (the refusal comes back in well under Spark's start-up time)."""
+    before = _counts(broker)
+    _refused(run("pipeline", "redrive", SRC, "--admin-url", broker.admin_url, "--service-url", broker.url),
+             f"{SRC} is not a dead letter topic", "cli-refusals-src-<subscription>-DLQ")
     assert _counts(broker) == before == (3, 2)
 
 

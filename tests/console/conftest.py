@@ -1,9 +1,13 @@
 """Fixtures of the console's browser tests: one headless Chromium per module, a check of the page's
-console log after every test, and a screenshot of the page when a test fails (its path is added to
-the failure report)."""
+console log after every test, a screenshot of the page when a test fails (its path is added to
+the failure report), and `shot`: a screenshot of each view a test checks, kept as a test artifact
+in $LETTERBOX_CONSOLE_SCREENSHOTS (default: console-screenshots/ under pytest's base temporary
+directory), recorded as the test's `console screenshot` property (junit XML) and listed at the end
+of the run."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +41,48 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Browser]:
 
 
 SCREENSHOTS = "console-screenshots"
+SCREENSHOTS_ENV = "LETTERBOX_CONSOLE_SCREENSHOTS"
+SAVED = pytest.StashKey[list[Path]]()
+
+
+def screenshots_dir(config: pytest.Config) -> Path:
+    given = os.environ.get(SCREENSHOTS_ENV)
+    if given:
+        return Path(given).resolve()
+    return Path(config._tmp_path_factory.getbasetemp()) / SCREENSHOTS  # type: ignore[attr-defined]
 
 
 def screenshot_path(item: pytest.Item, when: str) -> Path:
-    base = Path(item.config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
-    return base / SCREENSHOTS / f"{item.name}-{when}.png"
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in item.name)
+    return screenshots_dir(item.config) / f"{safe}-{when}.png"
+
+
+@pytest.fixture
+def shot(page: Browser, request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """shot("landing") saves the page as <dir>/<test>-landing.png, a real PNG, and records it."""
+
+    def save(label: str) -> Path:
+        path = browser_shot(page, screenshot_path(request.node, label))
+        request.node.user_properties.append(("console screenshot", str(path)))
+        request.config.stash.setdefault(SAVED, []).append(path)
+        return path
+
+    return save
+
+
+def browser_shot(browser: Browser, path: Path) -> Path:
+    browser.screenshot(path)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, f"{path} is not a real screenshot"
+    return path
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    saved = config.stash.get(SAVED, [])
+    if saved:
+        terminalreporter.section(f"console screenshots: {len(saved)} in {saved[0].parent}")
+        for path in saved:
+            terminalreporter.line(str(path))
 
 
 @pytest.hookimpl(hookwrapper=True)

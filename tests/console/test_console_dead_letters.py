@@ -65,7 +65,7 @@ def test_browse_to_dead_letter_topic_and_its_charts(page: Browser, broker: Broke
                                                      tmp_path: Path) -> None:
     topic = new_topic("orders")
     dlq = make_dead_letters(client, broker.admin_url, topic, SUB, nacked=12, terminated=3)
-    open_page(page, broker)
+    open_page(page, broker, "#/tenants")
     page.one("a[href='#/t/public']").click()
     page.one("a[href='#/ns/public/default']").click()
     short = dlq.rsplit("/", 1)[1]
@@ -119,9 +119,10 @@ def test_filter_by_reason_search_and_message_detail(page: Browser, broker: Broke
     # its two deliveries, each ended by a nack, from the attempt log (.../letterbox/attempts/...)
     attempts = page.wait(lambda: page.css("#attempts tr.attempt"), what="the attempt log")
     assert len(attempts) == 2 and all("nack" in a.text for a in attempts), [a.text for a in attempts]
+    check_png(page.screenshot(images_dir(tmp_path) / "console-message.png"))
+    page.one("#raw-properties summary").click()  # the raw properties come last, collapsed
     props = page.text_of("#message-properties")
     assert "DEAD_LETTER_REASON" in props and "shop north" in props
-    check_png(page.screenshot(images_dir(tmp_path) / "console-message.png"))
     page.one("#payload-hex").click()
     page.wait_text("#payload", "00000000  7b 22")  # {"
     # a terminated, non-JSON message opens as text, its description shown
@@ -307,6 +308,7 @@ def test_payloads_keys_and_properties_are_shown_as_text_never_markup(page: Brows
     assert evil in row.text
     row.find_element("css selector", "a.msg-link").click()
     page.wait_text("#payload", evil)
+    page.one("#raw-properties summary").click()
     assert evil in page.text_of("#message-fields") and evil in page.text_of("#message-properties")
     assert not page.css("#view img, #view b")
     assert page.driver.execute_script("return window.__pwned === undefined")
@@ -321,7 +323,7 @@ def test_unknown_page_and_missing_topic_show_readable_errors(page: Browser, brok
     assert "no-such-topic-DLQ" in text or "does not exist" in text.lower()
 
 
-@pytest.mark.parametrize("name", ["console-dead-letters.png", "console-message.png"])
+@pytest.mark.parametrize("name", ["console-dead-letters.png", "console-message.png", "console-landing.png"])
 def test_docs_screenshots_are_committed_and_linked(name: str) -> None:
     check_png(DOCS_IMAGES / name)
     assert f"images/{name}" in (DOCS_IMAGES.parent / "console.md").read_text()
@@ -331,7 +333,7 @@ def test_the_console_log_check_sees_javascript_errors(browser: Browser, broker: 
     """The check every test ends with (conftest.page) is not blind: an uncaught error in the page
     shows up in what it reads."""
     open_page(browser, broker)
-    browser.one("#view table, #view .error")
+    browser.one("#failing-summary, #view .error")
     browser.errors()
     browser.driver.execute_script("setTimeout(() => { throw new Error('planted console failure'); }, 0)")
     found = browser.wait(lambda: [e for e in browser.errors() if "planted console failure" in e],

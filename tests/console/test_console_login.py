@@ -97,8 +97,8 @@ def test_reader_sees_dead_letters_and_a_readable_403(page: Browser, secured: Sec
     page.allowed_errors = ("status of 401", "status of 403")  # type: ignore[attr-defined]
     open_page(page, secured.broker, "#/login")
     sign_in(page, secured.token("reader"))
-    # the reader may not list tenants: the first page says so and offers to open a namespace
-    page.wait_text(".error", "Not allowed (403)")
+    # the reader may not list tenants: the landing page says so and offers to open a namespace
+    page.wait_text("#failing-limited", "needs a super user")
     page.one("#open-namespace").send_keys("public/default")
     page.one("#open-namespace").submit()
     page.one(f"tr[data-topic='{dlq}'] a.dlq-link").click()
@@ -107,6 +107,12 @@ def test_reader_sees_dead_letters_and_a_readable_403(page: Browser, secured: Sec
     text = page.wait_text("#action-errors .error", "Not allowed (403)")
     assert "reader" in text and "tenant public" in text, text
     assert len(live_dead_letters(secured.broker.admin_url, dlq, secured.token(SUPER_USER))) == 4
+    # back on the landing page: what is failing in the namespace it opened; redrive tasks are not its to see
+    page.driver.execute_script("location.hash = '#/'")
+    row = page.one(f"#failing-dlqs tr.failing-dlq[data-topic='{dlq}']")
+    assert row.find_element("css selector", "td.live").text == "4"
+    assert "needs a tenant admin" in page.text_of("#no-redrives")
+    assert "public/default" in page.text_of("#failing-limited")
 
 
 def test_sign_in_with_user_and_password(page: Browser, secured: Secured, dlq: str) -> None:
@@ -123,7 +129,8 @@ def test_sign_in_with_user_and_password(page: Browser, secured: Secured, dlq: st
     page.one("#login-password").clear()
     page.one("#login-password").send_keys("alice-pw")
     page.one("#login-submit").click()
-    page.one("a[href='#/t/public']")  # alice is a super user: the tenants are listed
+    page.one("#failing-dlqs")  # alice is a super user: what is failing in every namespace
+    assert not page.css("#failing-limited")
     assert (stored(page) or "").count("Basic ") == 1
     assert "signed in (alice)" in page.text_of("#who")
     open_page(page, secured.broker, dlq_hash(dlq))  # a reload keeps the tab's credentials

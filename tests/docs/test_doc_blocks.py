@@ -19,12 +19,13 @@ from letterbox.testing import Broker
 from tests.docs.doc_blocks import Block, blocks, docs
 
 RUN_HERE = ("README.md", "docs/retry-and-terminate.md", "docs/failure-handling.md", "docs/admin.md")
-# docs whose runnable blocks another test runs: all of them, or those between the
-# `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of the region named
+# docs whose runnable blocks other tests run: all of them (region None), or those between the
+# `<!-- NAME:start -->` and `<!-- NAME:end -->` markers of each region named
 RUN_ELSEWHERE = {
-    "docs/testing.md": ("tests/docs/test_testing_doc.py", None),
-    "docs/security.md": ("tests/security/test_docs_walkthrough.py", "walkthrough"),
-    "docs/spark.md": ("tests/spark/test_cluster_docs.py", "cluster"),
+    "docs/testing.md": [("tests/docs/test_testing_doc.py", None)],
+    "docs/security.md": [("tests/security/test_docs_walkthrough.py", "walkthrough")],
+    "docs/spark.md": [("tests/spark/test_cluster_docs.py", "cluster"), ("tests/docs/test_spark_doc.py", "api"),
+                      ("tests/docs/test_spark_doc.py", "example")],
 }
 
 ANSWER = "@@doc-block@@ "
@@ -57,14 +58,22 @@ for line in sys.stdin:
 
 
 def _covered_elsewhere(block: Block) -> bool:
-    if block.doc not in RUN_ELSEWHERE:
-        return False
-    region = RUN_ELSEWHERE[block.doc][1]
-    if region is None:
-        return True
     text = (Path(__file__).resolve().parents[2] / block.doc).read_text()
+    for _, region in RUN_ELSEWHERE.get(block.doc, []):
+        if region is None:
+            return True
+        start, end = text.index(f"<!-- {region}:start -->"), text.index(f"<!-- {region}:end -->")
+        if text[:start].count("\n") < block.line < text[:end].count("\n") + 1:
+            return True
+    return False
+
+
+def region_blocks(doc: str, region: str) -> list[Block]:
+    """The runnable blocks between the region's markers, in the order printed."""
+    text = (Path(__file__).resolve().parents[2] / doc).read_text()
     start, end = text.index(f"<!-- {region}:start -->"), text.index(f"<!-- {region}:end -->")
-    return text[:start].count("\n") < block.line < text[:end].count("\n") + 1
+    first, last = text[:start].count("\n"), text[:end].count("\n") + 1
+    return [b for b in blocks(doc) if b.runnable and first < b.line < last]
 
 
 def test_every_runnable_block_is_run_by_a_test() -> None:

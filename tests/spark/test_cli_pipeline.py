@@ -110,7 +110,7 @@ def test_cli_summary_as_json_counts_retries(spark_broker: BrokerProcess, pclient
 
 
 def test_progress_lines_only_on_a_terminal_by_default(spark_broker: BrokerProcess, pclient: Any, tmp_path: Path) -> None:
-    from letterbox.spark.cli_pipeline import progress_line, source_lag
+    from letterbox.cli.pipeline import progress_line, source_lag
 
     assert progress_line({"batch_id": 3, "ok": 940, "retry": 45, "dead": 15}, 18000) == (
         "batch 3: 1000 records in, 940 ok, 45 retried, 15 dead-lettered, lag 18000")
@@ -166,7 +166,7 @@ def test_progress_lines_only_on_a_terminal_by_default(spark_broker: BrokerProces
 
 
 def test_summary_line_names_every_count() -> None:
-    from letterbox.spark.cli_pipeline import summary_line
+    from letterbox.cli.pipeline import summary_line
 
     line = summary_line("enrich", {"batches": 3, "records": 12, "ok": 9, "retried": 2, "dead_lettered": 1})
     assert line == ("pipeline enrich: 12 records read in 3 micro-batches: 9 to the sink, 2 retried, "

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from letterbox.cli.pipeline import LagProbe
 from letterbox.spark.broker_io import last_position
-from letterbox.spark.cli_pipeline import LagProbe
 from letterbox.spark.offsets import EARLIEST, Position
 from tests.conftest import BrokerProcess, wait_until
 from tests.spark.conftest import topic_stats, unique

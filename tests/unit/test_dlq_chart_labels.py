@@ -2,11 +2,22 @@
 from __future__ import annotations
 
 from letterbox.spark.dlq_chart import short_label, short_topic
-from letterbox.spark.dlq_report import DAY_MS, HOUR_MS, MINUTE_MS, bucket_label, time_bucket
+from letterbox.spark.dlq_report import (
+    DAY_MS,
+    HOUR_MS,
+    MINUTE_MS,
+    bucket_label,
+    moment_label,
+    time_bucket,
+)
 
 
 def test_time_bucket_follows_the_span() -> None:
-    assert time_bucket(0) == ("minute", MINUTE_MS)  # everything at one moment
+    assert time_bucket(0) == ("second", 1_000)  # everything at one moment
+    assert time_bucket(59_999) == ("second", 1_000)  # within a minute: seconds, not one bar
+    assert time_bucket(60_000) == ("5 seconds", 5_000)
+    assert time_bucket(5 * MINUTE_MS) == ("15 seconds", 15_000)
+    assert time_bucket(15 * MINUTE_MS) == ("minute", MINUTE_MS)
     assert time_bucket(59 * MINUTE_MS) == ("minute", MINUTE_MS)
     assert time_bucket(61 * MINUTE_MS) == ("hour", HOUR_MS)
     assert time_bucket(2 * DAY_MS) == ("hour", HOUR_MS)
@@ -19,6 +30,9 @@ def test_bucket_labels() -> None:
     assert bucket_label(t, "minute") == "2026-01-01 10:05"
     assert bucket_label(t, "hour") == "2026-01-01 10:00"
     assert bucket_label(t, "day") == "2026-01-01"
+    assert bucket_label(t + 7_250, "5 seconds") == "2026-01-01 10:05:07"
+    assert moment_label(t + 7_250, "second") == "2026-01-01 10:05:07.250"
+    assert moment_label(t + 7_250, "hour") == "2026-01-01 10:05"
 
 
 def test_short_label_wraps_and_ellipsises() -> None:

@@ -20,9 +20,10 @@
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
-#                 log and nack announcements, dead letters listing, poison suspects, the circuit
-#                 breaker); on a namespace path,
-#                 consume granted on the namespace (topic listings).
+#                 log and nack announcements, dead letters listing and groups, poison suspects,
+#                 the circuit breaker); on a namespace path,
+#                 consume granted on the namespace (topic listings, the dead letter
+#                 topics and what is failing).
 # Super users and the tenant's admins pass every rule of their scope. Routes
 # that write to a topic named in the body (move, redrive, a namespace's
 # deadLetterTopic) check the caller's right on that topic themselves.
@@ -49,7 +50,7 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff", "/letterbox/circuitBreaker", "/compactionThreshold", "/schemaCompatibilityStrategy",
+                "/letterbox/redeliveryBackoff", "/letterbox/failureEvents", "/letterbox/circuitBreaker", "/compactionThreshold", "/schemaCompatibilityStrategy",
                 # limits on topics (admin/routes_namespace_limits.py)
                 "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
                 "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation", "/dispatchRate",
@@ -129,6 +130,7 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", NS_BASE + "/partitioned"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/topics"): Access.CONSUME,
     ("GET", NAMESPACE_BASE + "/letterbox/deadLetterTopics"): Access.CONSUME,
+    ("GET", NAMESPACE_BASE + "/letterbox/failing"): Access.CONSUME,  # the console's landing summary
     ("GET", TOPIC_BASE + "/subscriptions"): Access.CONSUME,
     ("PUT", _SUB): Access.CONSUME,
     ("DELETE", _SUB): Access.CONSUME,
@@ -146,6 +148,11 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/key"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/property"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/payload"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/groups"): Access.CONSUME,
     ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 

@@ -14,6 +14,8 @@ from letterbox.cli.standalone_options import PORT, security_options, security_ov
 from letterbox.config import BrokerConfig, ConfigError
 from letterbox.security.pulsar_config import PulsarConfigError, read_pulsar_config
 from letterbox.storage.data_dir_lock import DataDirLock
+from letterbox.storage.errors import DataDirDamaged
+from letterbox.usage_errors import OneLineUsageError
 
 
 @click.group()
@@ -101,18 +103,25 @@ def standalone(
         asyncio.run(run(config))
     except ConfigError as exc:  # a key, certificate or htpasswd file that cannot be used
         raise click.UsageError(str(exc)) from None
+    except DataDirDamaged as exc:  # a start-up integrity check failed: the message names the file
+        raise OneLineUsageError(f"the broker does not start: {exc}") from None
     except OSError as exc:
         raise click.ClickException(f"cannot start the broker: {exc}") from None
 
 
 def _register() -> None:
     from letterbox.cli.admin import admin
+    from letterbox.cli.backup import backup, restore
     from letterbox.cli.bring_home import import_, redrive_back
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
+    from letterbox.cli.dlq_edit import dlq_replay  # noqa: F401  (registers `dlq replay`)
+    from letterbox.cli.dlq_groups import dlq_export  # noqa: F401  (registers `dlq groups` and `dlq export`)
     from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
+    from letterbox.cli.pipeline import pipeline
     from letterbox.cli.tokens import tokens
+    from letterbox.cli.verify import verify
 
     main.add_command(perf)
     main.add_command(admin)
@@ -123,7 +132,10 @@ def _register() -> None:
     main.add_command(migrate)
     main.add_command(import_)
     main.add_command(redrive_back)
-    main.add_command(__import__("letterbox.spark.cli_pipeline", fromlist=["pipeline"]).pipeline)
+    main.add_command(pipeline)
+    main.add_command(verify)
+    main.add_command(backup)
+    main.add_command(restore)
 
 
 _register()

@@ -12,6 +12,7 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
 - durations.py  the one duration parser (`5s`, `500ms`, `2m`) and labels
 - naming.py     `<topic>-<sub>-DLQ`, `<topic>-<sub>-RETRY`, retry tiers, topic_role
 - stamps.py     what a move adds and a redrive removes (one table)
+- fingerprint.py  a dead letter's failure group (reason, error class, normalised text) and its id
 - attempts.py   Attempt and its endings (mapped from the events), the attempt log's rows,
                 DELIVERY_ATTEMPTS
 - circuit.py    outage detection: the circuit breaker's state machine (CircuitPolicy, Circuit)
@@ -59,6 +60,7 @@ from letterbox.failure.decide import (
 from letterbox.failure.durations import duration_label, parse_duration_ms, parse_seconds
 from letterbox.failure.error_classes import ErrorInfo, ErrorRule, error_info, match_rule
 from letterbox.failure.errors import PolicyError
+from letterbox.failure.fingerprint import FailureGroup, failure_group, fingerprint
 from letterbox.failure.limits import (
     DEFAULT_DELAY_LEVELS,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -129,6 +131,7 @@ __all__ = [
     "ErrorRule",
     "Event",
     "Expired",
+    "FailureGroup",
     "FailurePolicy",
     "Jitter",
     "Nack",
@@ -155,6 +158,8 @@ __all__ = [
     "duration_label",
     "error_info",
     "explicit_delay_ms",
+    "failure_group",
+    "fingerprint",
     "match_rule",
     "origin_stamps",
     "parse_duration_ms",

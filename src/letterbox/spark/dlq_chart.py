@@ -1,8 +1,10 @@
 # The DLQ report's PNG: one figure, readable at a glance. A text panel (total,
 # time range, counts per reason), bars by reason, by source topic and by error
 # (long labels wrapped to two lines and ellipsised), and a time panel whose
-# buckets (minute / hour / day) the report chose from the data's span. Every
-# bar carries its count, count axes have integer ticks, no text is under 10 pt.
+# buckets (a second .. a day) the report chose from the data's span, at least
+# MIN_TIME_SLOTS bucket widths wide. Every bar carries its count, count axes
+# have integer ticks, no text is under 10 pt. The layout is constrained: each
+# margin is as wide as its labels need, so no band of the width stays empty.
 #
 # Invariant: `draw` returns exactly what it put on the image (the text panel's
 # rows and each chart's labels and counts, after wrapping), so a test can
@@ -17,6 +19,7 @@ FONT_PT = 11
 SMALL_PT = 10  # the smallest text on the image
 LABEL_WIDTH = 42  # characters per label line
 LABEL_LINES = 2
+MIN_TIME_SLOTS = 12  # the time chart is at least this many bucket widths wide
 
 
 def short_label(text: str, width: int = LABEL_WIDTH, lines: int = LABEL_LINES) -> str:
@@ -51,21 +54,24 @@ def draw(path: Path, title: str, summary: list[tuple[str, str]], charts: list[tu
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import Bbox
 
     drawn = Drawn(summary=list(summary))
     with plt.rc_context({"font.size": FONT_PT, "axes.titlesize": 13, "axes.titleweight": "bold",
                          "xtick.labelsize": SMALL_PT, "ytick.labelsize": SMALL_PT}):
-        fig = plt.figure(figsize=(16, 12), dpi=100)
-        grid = fig.add_gridspec(3, 2, height_ratios=[1, 1.15, 1.1], hspace=0.45, wspace=0.55)
+        # constrained layout sizes each margin to its labels: no fixed left margin left empty
+        fig = plt.figure(figsize=(16, 12), dpi=100, layout=ConstrainedLayoutEngine(
+            w_pad=0.15, h_pad=0.15, hspace=0.06, wspace=0.04))
+        grid = fig.add_gridspec(3, 2, height_ratios=[1, 1.15, 1.1])
         text_ax = fig.add_subplot(grid[0, 0])
         text_ax.axis("off")
         text_ax.set_title("summary", loc="left")
-        table = text_ax.table(cellText=[[k, v] for k, v in summary] or [["", ""]], colWidths=[0.45, 0.55],
-                              cellLoc="left", loc="upper left", edges="horizontal")
+        table = text_ax.table(cellText=[[k, v] for k, v in summary] or [["", ""]], colWidths=[0.5, 0.5],
+                              cellLoc="left", bbox=Bbox.from_bounds(0, 0, 1, 1), edges="horizontal")
         table.auto_set_font_size(False)
-        table.set_fontsize(FONT_PT)
-        table.scale(1, 1.5)
+        table.set_fontsize(FONT_PT + 1)
 
         slots = [grid[0, 1], grid[1, 0], grid[1, 1]]
         for slot, (name, rows, wrap) in zip(slots, charts, strict=True):
@@ -88,18 +94,20 @@ def draw(path: Path, title: str, summary: list[tuple[str, str]], charts: list[tu
         ax = fig.add_subplot(grid[2, :])
         counts = [int(c) for _, c in rows]
         drawn.charts[name] = [(label, c) for label, c in rows]
-        bars = ax.bar(range(len(rows)), counts, color="#4c72b0")
+        bars = ax.bar(range(len(rows)), counts, color="#4c72b0", width=0.8)
         ax.bar_label(bars, labels=[str(c) if c else "" for c in counts], padding=2, fontsize=SMALL_PT)
         every = max(1, len(rows) // 24)  # at most ~24 time labels
         ticks = list(range(0, len(rows), every))
         ax.set_xticks(ticks, [rows[i][0] for i in ticks], rotation=30, ha="right")
+        # a few buckets keep the width of one of MIN_TIME_SLOTS: never one bar across the chart
+        pad = max(MIN_TIME_SLOTS - len(rows), 0) / 2  # centred
+        ax.set_xlim(-0.5 - pad, len(rows) - 0.5 + pad)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, max(counts, default=1) * 1.15 + 0.5)
         ax.set_ylabel("dead letters")
         ax.set_title(name, loc="left")
 
         fig.suptitle(title, fontsize=15, fontweight="bold")
-        fig.subplots_adjust(left=0.17, right=0.97, top=0.92, bottom=0.09)
         fig.savefig(path)
         drawn.size_px = (int(fig.get_figwidth() * fig.dpi), int(fig.get_figheight() * fig.dpi))
         plt.close(fig)

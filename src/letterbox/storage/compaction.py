@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from .entry import Entry
 from .errors import StoreClosedError
+from .integrity import read_checked
 from .ops import WriteOp
 from .position import Position
 
@@ -112,8 +113,17 @@ class CompactedViews:
         reader = self._store._reader
         if reader is None:
             raise StoreClosedError("store is not open")
-        rows = reader.execute(_READ, (ledger_id, view.generation, start, limit)).fetchall()
-        return [Entry(Position(ledger_id, int(eid)), bytes(data), int(nm), int(pt)) for eid, pt, nm, data in rows]
+        out: list[Entry] = []
+        for eid, pt, nm, data in reader.execute(_READ, (ledger_id, view.generation, start, limit)).fetchall():
+            checked = self._checked(ledger_id, int(eid), bytes(data), bool(out))
+            if checked is None:  # damaged after good ones: those first, the next read raises
+                break
+            out.append(Entry(Position(ledger_id, int(eid)), checked, int(nm), int(pt)))
+        return out
+
+    def _checked(self, ledger_id: int, entry_id: int, data: bytes, after_good: bool) -> bytes | None:
+        store = self._store
+        return read_checked(store._payloads, store._ledgers, ledger_id, entry_id, data, after_good)
 
     def last(self, ledger_id: int, view: CompactedHorizon) -> Entry | None:
         reader = self._store._reader
@@ -123,7 +133,11 @@ class CompactedViews:
             "SELECT entry_id, publish_time, num_messages, data FROM compacted_entries "
             "WHERE ledger_id = ? AND generation = ? ORDER BY entry_id DESC LIMIT 1",
             (ledger_id, view.generation)).fetchone()
-        return None if row is None else Entry(Position(ledger_id, int(row[0])), bytes(row[3]), int(row[2]), int(row[1]))
+        if row is None:
+            return None
+        data = self._checked(ledger_id, int(row[0]), bytes(row[3]), False)
+        assert data is not None  # a damaged entry raised
+        return Entry(Position(ledger_id, int(row[0])), data, int(row[2]), int(row[1]))
 
     def bytes_after(self, ledger_id: int, entry_id: int) -> int:
         """Bytes of the ledger's stored entries after `entry_id` (the compaction backlog)."""

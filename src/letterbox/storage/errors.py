@@ -26,6 +26,16 @@ class StorageFault(StorageError):
     """The database refused a write (disk full, I/O error, read-only): retry later."""
 
 
+class DataDirDamaged(StorageError):
+    """A data file failed an integrity check at start-up: the message names the file, what is
+    damaged and what to do. The broker does not start on it (nothing is changed on disk)."""
+
+
+class CorruptEntry(StorageError):
+    """A stored entry failed its checksum when read: it is never served. The message names the
+    topic, the entry, the file holding it and what to do."""
+
+
 def is_storage_fault(exc: BaseException) -> bool:
     """A failure of the storage medium (the write may succeed later), as opposed to a bug
     or a constraint violation."""

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
 from .delivery_state import DeliveryState
+from .errors import DataDirDamaged
 from .ops import CursorWriteOp, WriteOp
 from .position import Position
 from .range_text import RangeText
@@ -383,14 +384,19 @@ class ManagedCursor:
         state: bytes,
         on_dirty: Callable[[ManagedCursor], None] | None = None,
     ) -> ManagedCursor:
-        doc = json.loads(state)
-        if int(doc.get("v", 0)) > STATE_VERSION:
-            raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")
-        c = cls(ledger, name, int(doc["md"]), on_dirty)
-        c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
-        c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
-        c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
-        c.deliveries = DeliveryState.from_doc(doc)
+        try:
+            doc = json.loads(state)
+            if int(doc.get("v", 0)) > STATE_VERSION:
+                raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")
+            c = cls(ledger, name, int(doc["md"]), on_dirty)
+            c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
+            c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
+            c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
+            c.deliveries = DeliveryState.from_doc(doc)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a damaged record
+            raise DataDirDamaged(f"the record of subscription {name} of topic {ledger.name} in letterbox.db does "
+                                 f"not parse ({exc}); run `letterbox verify` on the stopped broker's data dir "
+                                 "and restore a backup (`letterbox restore`)") from None
         c.deliveries.attempts.durable = True
         return c
 

@@ -7,8 +7,8 @@
 #
 # Invariants:
 #   * a row names a file only after the file's bytes and its directory entry are durable
-#     (fsync of both, unless the sync mode is "off"): a committed row never points at a
-#     missing or short file;
+#     (fsync of both, and of the data dir once payloads/ is created, unless the sync mode is
+#     "off"): a committed row never points at a missing or short file, even after a power cut;
 #   * files are removed only after the commit that deleted their rows (trim, ledger delete)
 #     or after their row failed to commit; a crash in between leaves a file no row names,
 #     which sweep() removes when the store starts (before any new payload is written).
@@ -44,7 +44,10 @@ class PayloadFiles:
 
     def write(self, name: str, data: bytes) -> None:
         """Write one payload file and fsync it (the directory is synced by sync_directory)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self.directory.is_dir():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self.durable:  # the directory's own name, in the data dir, before any file in it counts
+                _fsync_directory(self.directory.parent)
         fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
@@ -57,13 +60,8 @@ class PayloadFiles:
 
     def sync_directory(self) -> None:
         """Make the names of the files written so far durable."""
-        if not self.durable:
-            return
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if self.durable:
+            _fsync_directory(self.directory)
 
     def read(self, name: str) -> bytes:
         try:
@@ -100,3 +98,11 @@ class PayloadFiles:
             self.sync_directory()
             log.info("removed %d payload files no stored entry names (left by a crash)", len(orphans))
         return len(orphans)
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -20,7 +20,7 @@
 #                                  -- compacted views of topics (compaction.py): copies of
 #                                     the entries holding each key's latest value
 # Invariant: per ledger, stored entry ids are contiguous from first_entry_id (trim removes a
-# prefix only); the loader tolerates gaps by counting missing ids as zero messages.
+# prefix only); the loader refuses a gap (DataDirDamaged): only a damaged file makes one.
 from __future__ import annotations
 
 import sqlite3
@@ -28,6 +28,8 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from .errors import DataDirDamaged
 
 SyncMode = Literal["full", "normal", "off"]
 
@@ -145,9 +147,8 @@ def load_state(conn: sqlite3.Connection) -> RecoveredState:
             (lid, first),
         )
         for eid, nm, sz in cur:
-            while expected < eid:  # gap (should not happen): count as zero messages
-                cum.append(total)
-                expected += 1
+            if eid != expected:
+                raise DataDirDamaged(f"topic {name} (ledger {lid}) misses entries {expected}..{eid - 1} in {db_path_of(conn)}")
             total += nm
             size += sz
             cum.append(total)
@@ -170,6 +171,11 @@ def load_state(conn: sqlite3.Connection) -> RecoveredState:
         next_ledger_id = max(next_ledger_id, lid + 1)
     metadata = dict(conn.execute("SELECT key, value FROM metadata").fetchall())
     return RecoveredState(next_ledger_id, ledgers, metadata)
+
+
+def db_path_of(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row else "letterbox.db"
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:

@@ -31,11 +31,13 @@ from typing import Any, TypeVar
 from .cache import EntryCache, Row
 from .errors import StorageError, StorageFault, StoreClosedError, is_storage_fault
 from .health import StorageHealth
+from .integrity import read_checked
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
 from .ops import CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
 from .payload_files import LARGE_PAYLOAD_BYTES, PayloadFiles
-from .schema import SyncMode, db_path, load_state, open_reader
+from .schema import SyncMode, db_path
+from .start_checks import open_checked
 from .transaction import Transaction
 from .writer import Submission, Writer
 
@@ -88,10 +90,9 @@ class Store:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         path = db_path(self.data_dir)
         writer = Writer(path, self.sync, self._loop, self._complete, self._payloads)
-        await writer.start()  # creates the schema before the reader opens the file
+        # checks the data dir, then starts the writer (it creates the schema) and loads the state
+        self._reader, state = await open_checked(self.data_dir, writer, self._payloads)
         self._writer = writer
-        self._reader = open_reader(path)
-        state = await asyncio.to_thread(load_state, self._reader)
         await asyncio.to_thread(self._payloads.sweep, self._reader)  # files a crash left
         self._next_ledger_id = state.next_ledger_id
         self._metadata = state.metadata
@@ -326,9 +327,10 @@ class Store:
         nbytes = 0
         cur = self._reader.execute(_READ_RANGE, (ledger_id, first, last))
         try:
-            for eid, pt, nm, data in cur:
-                if type(data) is str:  # a large entry: its payload file's name
-                    data = self._payloads.read(data)
+            for eid, pt, nm, data in cur:  # a large entry's row names its payload file
+                data = read_checked(self._payloads, self._ledgers, ledger_id, eid, data, bool(out))
+                if data is None:  # damaged after good ones: those first, the next read raises
+                    break
                 out.append((ledger_id, eid, pt, nm, len(data), data))
                 nbytes += len(data)
                 if nbytes >= max_bytes:
@@ -338,8 +340,7 @@ class Store:
         return nbytes
 
     def _first_entries_over(self, ledger_id: int, first: int, last: int, nbytes: int) -> int:
-        """The last entry id of the shortest run first..k (k <= last) whose sizes add up to
-        at least `nbytes`; `last` if the whole run is smaller."""
+        """The last entry id of the shortest run first..k (k <= last) whose sizes add up to at least `nbytes`."""
         if self._reader is None:
             raise StoreClosedError("store is not open")
         total = 0
@@ -379,9 +380,7 @@ class Store:
         if self._reader is None:
             raise StoreClosedError("store is not open")
         row = self._reader.execute(
-            "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?",
-            (ledger_id, entry_id),
-        ).fetchone()
+            "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?", (ledger_id, entry_id)).fetchone()
         return None if row is None else int(row[0])
 
 

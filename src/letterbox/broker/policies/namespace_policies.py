@@ -27,6 +27,7 @@ from letterbox.failure import (
     PolicyError,
     PolicyOrigin,
 )
+from letterbox.failure.events import FailureEventsPolicy
 from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 from letterbox.failure.policies import KeyFailure
 
@@ -43,6 +44,7 @@ CIRCUIT = "letterbox_circuit_breaker"
 # the stored document's field -> CircuitPolicy's
 CIRCUIT_FIELDS = {"failurePercent": "failure_percent", "minDeliveries": "min_deliveries", "windowMs": "window_ms",
                   "minDistinct": "min_distinct", "cooldownMs": "cooldown_ms"}
+FAILURE_EVENTS = "letterbox_failure_events"  # failure/events.py: the namespace's failure events topic
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class NamespacePolicies:
     retention_size_mb: int | None = None
     ttl_seconds: int | None = None
     subscription: FailurePolicy = field(default_factory=lambda: FailurePolicy(origin=PolicyOrigin.NAMESPACE))
+    failure_events: FailureEventsPolicy = field(default_factory=FailureEventsPolicy)
 
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> NamespacePolicies:
@@ -80,6 +83,7 @@ class NamespacePolicies:
             ttl_seconds=doc.get(TTL),
             subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE,
                                        on_key_failure=_key_failure(dl), circuit=_circuit(doc.get(CIRCUIT))),
+            failure_events=_failure_events(doc.get(FAILURE_EVENTS)),
         )
 
 
@@ -91,6 +95,16 @@ def _circuit(value: Any) -> CircuitPolicy | None:
         return CircuitPolicy(**{f: value[k] for k, f in CIRCUIT_FIELDS.items() if k in value})
     except PolicyError:
         return None
+
+
+def _failure_events(value: Any) -> FailureEventsPolicy:
+    """The stored failure events policy; one that no longer reads (edited by hand): off."""
+    if not value:
+        return FailureEventsPolicy()
+    try:
+        return FailureEventsPolicy.from_json(value)
+    except PolicyError:
+        return FailureEventsPolicy()
 
 
 def _key_failure(dl: dict[str, Any] | None) -> KeyFailure:

@@ -73,6 +73,9 @@ export const paths = {
   namespaces: (t) => `/admin/v2/namespaces/${enc(t)}`,
   topics: (t, ns) => `/admin/v2/persistent/${enc(t)}/${enc(ns)}`,
   deadLetterTopics: (t, ns) => `/admin/v2/namespaces/${enc(t)}/${enc(ns)}/letterbox/deadLetterTopics`,
+  failing: (t, ns) => `/admin/v2/namespaces/${enc(t)}/${enc(ns)}/letterbox/failing`,
+  poisonSuspects: (t, ns, topic, sub, limit = 1000) => `/admin/v2/persistent/${enc(t)}/${enc(ns)}/${enc(topic)}`
+    + `/subscription/${enc(sub)}/letterbox/poison-suspects?limit=${limit}`,
   topic: (t, ns, topic) => `/admin/v2/persistent/${enc(t)}/${enc(ns)}/${enc(topic)}`,
 };
 
@@ -81,3 +84,14 @@ export function splitTopic(full) {
   const m = /^(?:persistent|non-persistent):\/\/([^/]+)\/([^/]+)\/(.+)$/.exec(full);
   return m ? [m[1], m[2], m[3]] : null;
 }
+
+// Console links (hash routes) to a topic's views, from its full name.
+const route = (kind, full, ...rest) => {
+  const parts = splitTopic(full);
+  return parts ? `#/${kind}/${[...parts, ...rest].map(enc).join("/")}` : null;
+};
+export const hrefs = {
+  dlq: (full) => route("dlq", full),
+  sub: (full, sub) => route("sub", full, sub),
+  poison: (full, sub) => route("poison", full, sub),
+};

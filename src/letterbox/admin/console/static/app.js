@@ -1,4 +1,5 @@
-// The console's entry point: a hash router (#/..., so the server serves one page), the header
+// The console's entry point: a hash router (#/..., so the server serves one page; #/ is what is
+// failing right now), the header
 // (breadcrumbs, who is signed in) and the login view. Each view renders into <main> and may
 // return a cleanup function (stops its polling) that runs when the route changes.
 import { api, auth, paths, setUnauthorizedHandler } from "./api.js";
@@ -6,6 +7,8 @@ import { clear, errorBox, h, setCrumbs } from "./dom.js";
 import { namespacesView, tenantsView, topicsView } from "./browse.js";
 import { dlqView } from "./dlq.js";
 import { messageView } from "./message.js";
+import { failingView } from "./overview.js";
+import { poisonView } from "./poison.js";
 import { subscriptionView } from "./subscription.js";
 
 const main = document.getElementById("view");
@@ -13,12 +16,14 @@ let cleanup = null;
 let loginReason = null;
 
 const ROUTES = [
-  [/^$/, tenantsView],
+  [/^$/, failingView],
+  [/^tenants$/, tenantsView],
   [/^t\/([^/]+)$/, namespacesView],
   [/^ns\/([^/]+)\/([^/]+)$/, topicsView],
   [/^dlq\/([^/]+)\/([^/]+)\/([^/]+)$/, dlqView],
   [/^msg\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)$/, messageView],
   [/^sub\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)$/, subscriptionView],
+  [/^poison\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)$/, poisonView],
   [/^login$/, loginView],
 ];
 

@@ -1,4 +1,5 @@
-// Browsing: tenants -> namespaces -> topics (backlog, rates, subscriptions, dead letter topics).
+// Browsing: tenants -> namespaces -> topics (backlog, rates, subscriptions, dead letter topics
+// with their most frequent failure, from the namespace's .../letterbox/failing).
 import { api, paths } from "./api.js";
 import { errorBox, fmtNum, h, num, setCrumbs, table, td } from "./dom.js";
 
@@ -6,7 +7,7 @@ const enc = encodeURIComponent;
 export const DLQ_HANDLED = "letterbox-dlq-handled";
 
 export async function tenantsView(root) {
-  setCrumbs([["tenants", "#/"]]);
+  setCrumbs([["failing", "#/"], ["tenants", null]]);
   root.append(h("h1", {}, "Tenants"));
   root.append(openForm());
   let tenants;
@@ -23,7 +24,7 @@ export async function tenantsView(root) {
   root.append(table(["tenant"], tenants.map((t) => h("tr", {}, td(h("a", { href: `#/t/${enc(t)}` }, t))))));
 }
 
-function openForm() {
+export function openForm() {
   const input = h("input", { id: "open-namespace", placeholder: "tenant/namespace", size: 30 });
   const form = h("form", { class: "toolbar" }, h("label", { for: "open-namespace" }, "Open namespace"), input,
     h("button", { type: "submit" }, "Open"));
@@ -35,8 +36,19 @@ function openForm() {
   return form;
 }
 
+// namespaces opened in this tab: the landing page's scope for a role that may not list tenants
+const OPENED = "letterbox.console.namespaces";
+export function openedNamespaces() {
+  try { return JSON.parse(sessionStorage.getItem(OPENED) || "[]"); } catch { return []; }
+}
+
+function rememberNamespace(tenant, ns) {
+  const known = openedNamespaces();
+  if (!known.includes(`${tenant}/${ns}`)) sessionStorage.setItem(OPENED, JSON.stringify([...known, `${tenant}/${ns}`]));
+}
+
 export async function namespacesView(root, tenant) {
-  setCrumbs([["tenants", "#/"], [tenant, null]]);
+  setCrumbs([["failing", "#/"], ["tenants", "#/tenants"], [tenant, null]]);
   root.append(h("h1", {}, `Namespaces of ${tenant}`));
   const names = await api("GET", paths.namespaces(tenant));
   root.append(table(["namespace"], names.map((full) => {
@@ -46,25 +58,29 @@ export async function namespacesView(root, tenant) {
 }
 
 export async function topicsView(root, tenant, ns) {
-  setCrumbs([["tenants", "#/"], [tenant, `#/t/${enc(tenant)}`], [ns, null]]);
+  setCrumbs([["failing", "#/"], ["tenants", "#/tenants"], [tenant, `#/t/${enc(tenant)}`], [ns, null]]);
   root.append(h("h1", {}, `Topics of ${tenant}/${ns}`));
-  const [topics, dlqs] = await Promise.all([
-    api("GET", paths.topics(tenant, ns)),
-    api("GET", paths.deadLetterTopics(tenant, ns)).catch((err) => ({ error: err })),
+  const [topics, failing] = await Promise.all([
+    api("GET", paths.topics(tenant, ns)).then((t) => { rememberNamespace(tenant, ns); return t; }),
+    api("GET", paths.failing(tenant, ns)).catch((err) => ({ error: err })),
   ]);
-  const dlqByName = new Map(Array.isArray(dlqs) ? dlqs.map((d) => [d.topic, d]) : []);
-  if (dlqs.error) root.append(errorBox(dlqs.error));
+  const dlqs = failing.error ? [] : failing.deadLetterTopics;
+  const dlqByName = new Map(dlqs.map((d) => [d.topic, d]));
+  if (failing.error) root.append(errorBox(failing.error));
   if (dlqByName.size) {
     root.append(h("h2", {}, "Dead letter topics"));
-    root.append(table(["dead letter topic", { label: "live dead letters", num: true }, "by reason", "source topics"],
-      [...dlqByName.values()].map((d) => {
-        const name = d.topic.split("/").pop();
-        return h("tr", { dataset: { topic: d.topic } },
-          td(h("a", { href: `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(name)}`, class: "dlq-link" }, name)),
-          num(d.messages),
-          td(Object.entries(d.byReason).map(([r, n]) => `${r}: ${n}`).join(", ")),
-          td(Object.keys(d.sourceTopics).join(", ")));
-      })));
+    root.append(table(["dead letter topic", { label: "live dead letters", num: true }, "by reason",
+      "most frequent failure", "source topics"], dlqs.map((d) => {
+      const name = d.topic.split("/").pop();
+      const [text, count] = d.descriptions[0] || [null, 0];
+      return h("tr", { dataset: { topic: d.topic } },
+        td(h("a", { href: `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(name)}`, class: "dlq-link" }, name),
+          { class: "nowrap" }),
+        num(d.messages),
+        td(Object.entries(d.byReason).map(([r, n]) => `${r}: ${n}`).join(", "), { class: "nowrap" }),
+        td(text ? `${text} (${count})` : "–", { class: "description", title: text || "" }),
+        td(Object.keys(d.sourceTopics).join(", ")));
+    }), { id: "namespace-dlqs" }));
   }
   root.append(h("h2", {}, "All topics"));
   if (!topics.length) {

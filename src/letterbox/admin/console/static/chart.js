@@ -134,3 +134,17 @@ export function timeBuckets(times) {
     }),
   };
 }
+
+// counts in time order -> a small inline bar strip (no axes) with the total as its title
+export function sparkline(counts, { width = 120, height = 22, title = "" } = {}) {
+  const root = svg(width, height, title);
+  root.classList.add("spark");
+  const max = Math.max(...counts, 1);
+  const slot = width / Math.max(counts.length, 1);
+  counts.forEach((c, i) => {
+    const h = c ? Math.max(2, (c / max) * (height - 2)) : 1;
+    root.append(s("rect", { class: c ? "bar" : "zero", x: i * slot + 1, y: height - h, width: Math.max(1, slot - 2),
+      height: h, "data-count": c }));
+  });
+  return root;
+}

@@ -1,13 +1,16 @@
-// The dead letter topic view: counts by reason and source (the broker's summary of every live
-// dead letter) and by hour (of the listed ones), a searchable, paginated list, and the
+// The dead letter topic view: its failure groups first (groups.js), counts by reason and source
+// (the broker's summary of every live dead letter) and over time (of the listed ones), a
+// searchable, paginated list (each dead letter with its failure description, times to the
+// millisecond), and the
 // redrive / purge actions on the selected or the filtered messages.
 // The list holds the oldest LIST_LIMIT live dead letters (the reason filter is applied by the
 // broker, key and text filters here); "filtered" actions send the reason filter when it is the
 // only one, else the ids of every listed message that matches.
 import { api, paths } from "./api.js";
 import { barChart, columnChart, timeBuckets } from "./chart.js";
-import { append, clear, errorBox, fmtNum, h, setCrumbs, table, td } from "./dom.js";
-import { fmtTime, preview } from "./format.js";
+import { append, clear, errorBox, fmtNum, h, nsCrumbs, setCrumbs, table, td } from "./dom.js";
+import { failureDescription, fmtTime, preview } from "./format.js";
+import { groupsSection } from "./groups.js";
 import { purgeFlow, redriveFlow, watchTask } from "./redrive.js";
 
 export const LIST_LIMIT = 1000;
@@ -21,7 +24,7 @@ export function shortTopic(full) {
 }
 
 export async function dlqView(root, tenant, ns, topic) {
-  setCrumbs([["tenants", "#/"], [tenant, `#/t/${enc(tenant)}`], [ns, `#/ns/${enc(tenant)}/${enc(ns)}`], [topic, null]]);
+  setCrumbs([...nsCrumbs(tenant, ns), [topic, null]]);
   const base = paths.topic(tenant, ns, topic);
   const full = `persistent://${tenant}/${ns}/${topic}`;
   if (!filters.has(full)) filters.set(full, { reason: "", key: "", text: "", page: 0, selected: new Set() });
@@ -32,8 +35,9 @@ export async function dlqView(root, tenant, ns, topic) {
   const progress = h("div", { id: "progress-host" });
   const errors = h("div", { id: "action-errors" });
   const listHost = h("div", { id: "list-host" });
-  root.append(h("h1", {}, `Dead letters of ${tenant}/${ns}/${topic}`), summaryHost, h("h2", {}, "Messages"),
-    toolbar, actions, errors, progress, listHost);
+  const groups = groupsSection(base, tenant, ns, topic, () => reload().catch(showError));
+  root.append(h("h1", {}, `Dead letters of ${tenant}/${ns}/${topic}`), groups.host, summaryHost,
+    h("h2", {}, "Messages"), toolbar, actions, errors, progress, listHost);
   let messages = [];
 
   const reload = async () => {
@@ -170,10 +174,13 @@ export async function dlqView(root, tenant, ns, topic) {
       return h("tr", { class: "dl", dataset: { id: m.messageId, reason: p.DEAD_LETTER_REASON || "" } },
         td(box),
         td(h("a", { href: `#/msg/${enc(tenant)}/${enc(ns)}/${enc(topic)}/${enc(m.messageId)}`, class: "msg-link" },
-          m.messageId)),
-        td(m.key ?? "–"), td(p.DEAD_LETTER_REASON || "unspecified"), td(fmtTime(p.DEAD_LETTER_TIME)),
-        td(fmtTime(m.publishTime)), h("td", { class: "num" }, p.DELIVERY_COUNT ?? "–"),
-        td(shortTopic(p.REAL_TOPIC)), td(h("span", { class: "preview" }, preview(m))));
+          m.messageId), { class: "nowrap id" }),
+        td(m.key ?? "–", { class: "nowrap key", title: m.key ?? "" }), td(p.DEAD_LETTER_REASON || "unspecified",
+          { class: "nowrap" }),
+        td(failureDescription(p) || "–", { class: "description", title: failureDescription(p) || "" }),
+        td(fmtTime(p.DEAD_LETTER_TIME), { class: "nowrap time" }),
+        h("td", { class: "num" }, p.DELIVERY_COUNT ?? "–"), td(shortTopic(p.REAL_TOPIC), { class: "nowrap" }),
+        td(h("span", { class: "preview" }, preview(m)), { class: "payload-cell" }));
     });
     const prev = h("button", { type: "button", id: "page-prev", disabled: st.page === 0 }, "‹ Previous");
     const next = h("button", { type: "button", id: "page-next", disabled: st.page >= pages - 1 }, "Next ›");
@@ -181,8 +188,8 @@ export async function dlqView(root, tenant, ns, topic) {
     next.addEventListener("click", () => { st.page += 1; renderList(); });
     const truncated = messages.length >= LIST_LIMIT ? ` (the oldest ${LIST_LIMIT} are listed)` : "";
     clear(listHost).append(
-      table([all, "message id", "key", "reason", "dead-lettered", "published", { label: "deliveries", num: true },
-        "source topic", "payload"], rows, { id: "dead-letters" }),
+      table([all, "message id", "key", "reason", "failure", "dead-lettered (UTC)",
+        { label: "deliveries", num: true }, "source topic", "payload"], rows, { id: "dead-letters", class: "list" }),
       h("div", { class: "toolbar" }, prev,
         h("span", { id: "list-count" }, found.length
           ? `${st.page * PAGE + 1} to ${st.page * PAGE + shown.length} of ${found.length}${truncated}`

@@ -79,3 +79,10 @@ export function setCrumbs(items) {
     nav.append(i < items.length - 1 && href ? h("a", { href }, label) : h("span", {}, label));
   });
 }
+
+// the breadcrumbs down to a namespace: failing (home) / tenants / tenant / namespace
+export function nsCrumbs(tenant, ns) {
+  const enc = encodeURIComponent;
+  return [["failing", "#/"], ["tenants", "#/tenants"], [tenant, `#/t/${enc(tenant)}`],
+    [ns, `#/ns/${enc(tenant)}/${enc(ns)}`]];
+}

@@ -1,7 +1,21 @@
-// Formatting of times, payloads (text / JSON / hex) and message ids.
+// Formatting of times (UTC, to the millisecond: three attempts within one second stay apart),
+// payloads (text / JSON / hex), message ids and failure descriptions.
 export function fmtTime(ms) {
   if (ms === null || ms === undefined || ms === "" || Number.isNaN(Number(ms)) || Number(ms) <= 0) return "–";
-  return new Date(Number(ms)).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return new Date(Number(ms)).toISOString().replace("T", " ");
+}
+
+// A property that holds an epoch time in milliseconds: the known ones, and any *_TIME whose value
+// is a plausible epoch (2001..2286); DELAY_TIME is a duration, never a time.
+const EPOCH_PROPS = new Set(["DEAD_LETTER_TIME", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME", "ORIGIN_PUBLISH_TIME"]);
+export function isEpochProperty(key, value) {
+  if (key === "DELAY_TIME" || !/^\d{12,13}$/.test(String(value))) return false;
+  return EPOCH_PROPS.has(key) || /_TIME$/.test(key);
+}
+
+// The text a client or the broker gave for a dead letter's failure, else null.
+export function failureDescription(props) {
+  return props.FAILURE_DESCRIPTION || props.DEAD_LETTER_DESCRIPTION || null;
 }
 
 export function payloadBytes(msg) {

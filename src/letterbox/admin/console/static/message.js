@@ -1,13 +1,14 @@
-// One dead letter in full: its fields, every property, the payload as text / JSON / hex,
-// its delivery attempts when the broker recorded them, and redrive / purge of just this message.
+// One dead letter in full, in the order of triage: why it failed (reason and description) on top,
+// its fields, its delivery attempts (the first table under them), its edits (EDIT_LOG) when it was
+// redriven with a change, the payload as text / JSON / hex, and every raw property last and
+// collapsed (epoch times shown as times); redrive / purge of just this message.
 import { api, paths, splitTopic } from "./api.js";
-import { clear, errorBox, h, setCrumbs, table, td } from "./dom.js";
+import { clear, errorBox, h, nsCrumbs, setCrumbs, table, td } from "./dom.js";
 import { LIST_LIMIT, messageCache, shortTopic } from "./dlq.js";
-import { asJson, byteCount, fmtTime, hexDump, payloadBytes } from "./format.js";
+import { asJson, byteCount, failureDescription, fmtTime, hexDump, isEpochProperty, payloadBytes } from "./format.js";
 import { purgeFlow, redriveFlow } from "./redrive.js";
 
 const enc = encodeURIComponent;
-const TIME_PROPS = new Set(["DEAD_LETTER_TIME", "FIRST_DELIVERY_TIME", "LAST_DELIVERY_TIME"]);
 
 async function find(base, id) {
   const cached = messageCache.get(`${base}|${id}`);
@@ -19,7 +20,7 @@ async function find(base, id) {
 
 export async function messageView(root, tenant, ns, topic, id) {
   const back = `#/dlq/${enc(tenant)}/${enc(ns)}/${enc(topic)}`;
-  setCrumbs([["tenants", "#/"], [tenant, `#/t/${enc(tenant)}`], [ns, `#/ns/${enc(tenant)}/${enc(ns)}`],
+  setCrumbs([...nsCrumbs(tenant, ns),
     [topic, back], [id, null]]);
   const base = paths.topic(tenant, ns, topic);
   const m = await find(base, id);
@@ -31,14 +32,15 @@ export async function messageView(root, tenant, ns, topic, id) {
     return null;
   }
   const p = m.properties;
+  const description = failureDescription(p);
   const fields = [
     ["message id", m.messageId], ["key", m.key ?? "–"], ["reason", p.DEAD_LETTER_REASON || "unspecified"],
-    ["description", p.DEAD_LETTER_DESCRIPTION || "–"], ["dead-lettered at", fmtTime(p.DEAD_LETTER_TIME)],
+    ["failure description", description || "–"], ["dead-lettered at", fmtTime(p.DEAD_LETTER_TIME)],
     ["subscription", p.DEAD_LETTER_SUBSCRIPTION || "–"], ["delivery count", p.DELIVERY_COUNT ?? "–"],
     ["first delivery", fmtTime(p.FIRST_DELIVERY_TIME)], ["last delivery", fmtTime(p.LAST_DELIVERY_TIME)],
-    ["published", fmtTime(m.publishTime)], ["event time", fmtTime(m.eventTime)],
-    ["source topic", shortTopic(p.REAL_TOPIC)], ["origin message id", p.ORIGIN_MESSAGE_ID || "–"],
-    ["payload size", `${byteCount(m)} bytes`],
+    ["published", fmtTime(m.publishTime)], ["first published", fmtTime(p.ORIGIN_PUBLISH_TIME)],
+    ["event time", fmtTime(m.eventTime)], ["source topic", shortTopic(p.REAL_TOPIC)],
+    ["origin message id", p.ORIGIN_MESSAGE_ID || "–"], ["payload size", `${byteCount(m)} bytes`],
   ];
   if (m.error) fields.push(["stored as is", m.error]);
   const errors = h("div");
@@ -53,16 +55,29 @@ export async function messageView(root, tenant, ns, topic, id) {
     progress, () => {})));
   const purge = h("button", { type: "button", id: "purge-one", class: "danger" }, "Purge this message");
   purge.addEventListener("click", act(() => purgeFlow(base, { messageIds: [m.messageId] }, "this message", done)));
-  root.append(h("div", { class: "toolbar" }, h("a", { href: back }, "‹ Back to the list"), redrive, purge),
+  const attemptsHost = h("div", { id: "attempts-host" }, h("p", { class: "muted" }, "Reading the attempt log…"));
+  const props = Object.entries(p).sort();
+  root.append(
+    h("div", { class: "failure", id: "failure" },
+      h("span", { class: "reason", id: "failure-reason" }, p.DEAD_LETTER_REASON || "unspecified"),
+      h("span", { id: "failure-description" }, description || "no description was given")),
+    h("div", { class: "toolbar" }, h("a", { href: back }, "‹ Back to the list"), redrive, purge),
     errors, progress,
-    table(["field", "value"], fields.map(([k, v]) => h("tr", {}, td(k), td(String(v)))), { id: "message-fields" }),
+    table(["field", "value"], fields.map(([k, v]) => h("tr", {}, td(k, { class: "nowrap" }), td(String(v)))),
+      { id: "message-fields", class: "fields" }),
+    h("h2", {}, "Delivery attempts"), attemptsHost,
     h("h2", {}, "Payload"), payloadPanel(m),
-    h("h2", {}, "Properties"),
-    table(["property", "value"], Object.entries(p).sort().map(([k, v]) => h("tr", {}, td(k),
-      td(TIME_PROPS.has(k) ? `${v} (${fmtTime(v)})` : v))), { id: "message-properties" }));
-  const attemptsHost = h("div", { id: "attempts-host" });
-  root.append(h("h2", {}, "Delivery attempts"), attemptsHost);
-  attemptsHost.append(await attemptsPanel(p));
+    h("details", { id: "raw-properties" }, h("summary", {}, `Raw properties (${props.length})`),
+      table(["property", "value"], props.map(([k, v]) => h("tr", {}, td(k, { class: "nowrap" }),
+        td(isEpochProperty(k, v) ? `${fmtTime(v)} (${v})` : v, { class: "raw" }))), { id: "message-properties" })));
+  clear(attemptsHost).append(await attemptsPanel(p));
+  const edits = parseAttempts(p.EDIT_LOG); // edit-and-replay: who changed it, when, the old payload's hash
+  if (edits.length) {
+    attemptsHost.after(h("h2", {}, "Edits"), table(["edited", "by", "old payload sha256", "changes", "original"],
+      edits.map((e) => h("tr", { class: "edit" }, td(fmtTime(e.at)), td(e.by || "–"),
+        td(h("code", {}, String(e.oldPayloadSha256 || "–"))), td((e.changes || []).join(", ")),
+        td(String(e.original || "–")))), { id: "edits" }));
+  }
   return null;
 }
 
@@ -92,9 +107,10 @@ async function attemptsPanel(p) {
     return out;
   }
   out.append(table(["#", "delivered", "ended", "ending", "reason", "consumer", "address"],
-    list.map((a, i) => h("tr", { class: "attempt" }, td(String(i + 1)), td(fmtTime(a.deliveredAt)),
-      td(fmtTime(a.endedAt)), td(a.ending || "–"), td(a.reason || "–"), td(a.consumer || "–"),
-      td(a.address || "–"))), { id: "attempts" }));
+    list.map((a, i) => h("tr", { class: "attempt" }, td(String(i + 1)), td(fmtTime(a.deliveredAt), { class: "nowrap time" }),
+      td(fmtTime(a.endedAt), { class: "nowrap time" }), td(a.ending || "–", { class: "nowrap" }),
+      td(a.reason || "–", { class: "wide" }), td(a.consumer || "–", { class: "nowrap" }),
+      td(a.address || "–", { class: "nowrap" }))), { id: "attempts" }));
   return out;
 }
 

@@ -10,6 +10,8 @@
 # server's sc://host:port; the handler's module, when it comes from the
 # current directory, is shipped with the job (pickled by value), so the
 # workers need letterbox installed but not the job's directory.
+# `redrive` refuses a DLQ_TOPIC that is not a dead letter topic (cli/dlq_guards.py),
+# exit status 2, before any Spark session starts.
 from __future__ import annotations
 
 import importlib
@@ -24,6 +26,9 @@ from typing import Any
 import click
 
 from letterbox.auth_flags import auth_options, current_auth
+from letterbox.cli.dlq_guards import require_dead_letter_topic
+from letterbox.cli.http import AdminClient, AdminContext
+from letterbox.cli.params import TopicParam
 from letterbox.default_urls import (
     ADMIN_URL_ENV,
     DEFAULT_ADMIN_URL,
@@ -302,13 +307,16 @@ def dlq_report_command(dlq_topic: str, out_dir: str, service_url: str, master: s
 @click.option("--subscription-only", is_flag=True, help="Put each selected message back into the subscription it died in only "
               "(Spark selects, the broker at --admin-url moves: atomic, other subscriptions do not see it).")
 @click.option("--admin-url", envvar=ADMIN_URL_ENV, default=DEFAULT_ADMIN_URL, show_default=True,
-              help="The broker's admin API (--subscription-only; env LETTERBOX_ADMIN_URL).")
+              help="The broker's admin API (checks DLQ_TOPIC is a dead letter topic; --subscription-only moves "
+                   "through it; env LETTERBOX_ADMIN_URL).")
 @auth_options
 def redrive_command(dlq_topic: str, where: str | None, target: str | None, run_name: str, service_url: str, master: str,
                     subscription_only: bool, admin_url: str) -> None:
     """Republish dead letters of DLQ_TOPIC that match --where, idempotently, on Spark."""
     if subscription_only and target:
         raise click.BadParameter("--subscription-only goes back to each message's own subscription: leave out --target")
+    require_dead_letter_topic(AdminContext(AdminClient(admin_url, auth=current_auth())),
+                              TopicParam().convert(dlq_topic, None, click.get_current_context()))
     from letterbox.spark.redrive import redrive
     from letterbox.spark.session import local_session
 
