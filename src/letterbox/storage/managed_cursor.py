@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from .ack_ranges import RangeSet, to_ack_set_words
@@ -143,12 +143,6 @@ class ManagedCursor:
                 changed = True
         if changed:
             self._touch()
-
-    def lower_redelivery(self, counts: Mapping[int, int]) -> None:
-        """Take back counted deliveries: entry id -> how many (DeliveryState.lower)."""
-        for eid in [e for e in counts if not self.is_acked(e)]:
-            self.deliveries.lower(eid, counts[eid])
-            self._touch()  # (once: it only marks the record dirty)
 
     def set_attempts(self, entry_id: int, rows: str) -> None:
         """Store an unacked entry's attempt log (attempt_log.py; forgotten with its ack)."""

@@ -134,8 +134,11 @@ class RedeliveryTracker:
         until just after the next probe time, so the next probe is another message (a poison
         message as probe would otherwise keep the circuit open)."""
         cursor = self.sub.cursor
-        if verdict.uncount:
-            cursor.lower_redelivery(verdict.uncount)
+        if verdict.uncount:  # (written by the record write below: _apply's or write_now)
+            deliveries = cursor.deliveries
+            for eid, by in verdict.uncount.items():
+                if not cursor.is_acked(eid):
+                    deliveries.lower(eid, by)
         t = verdict.transition
         outcomes: dict[int, failure.Outcome] = {}
         if park:

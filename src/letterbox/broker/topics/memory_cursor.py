@@ -4,7 +4,7 @@
 # plain set: readers rarely ack out of order.
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from letterbox.storage.delivery_state import DeliveryState
@@ -46,11 +46,6 @@ class MemoryCursor:
         for e in entry_ids:
             if not self.is_acked(e):
                 self.deliveries.increment(e)
-
-    def lower_redelivery(self, counts: Mapping[int, int]) -> None:
-        for e, by in counts.items():
-            if not self.is_acked(e):
-                self.deliveries.lower(e, by)
 
     def set_attempts(self, entry_id: int, rows: str) -> None:
         if not self.is_acked(entry_id):
