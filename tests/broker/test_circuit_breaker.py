@@ -179,3 +179,29 @@ def test_namespace_policy_turns_it_on_for_plain_consumers(manual_broker: BrokerP
         assert not circuit(b, topic, "plain")["enabled"]
     finally:
         client.close()
+
+
+def test_circuit_changes_reach_the_failure_events_topic(manual_broker: BrokerProcess) -> None:
+    import json
+
+    b = manual_broker
+    ns = f"public/cbev-{uuid.uuid4().hex[:6]}"
+    status, body = call(b.admin_url, "PUT", f"/admin/v2/namespaces/{ns}")
+    assert status in (200, 204), body
+    status, body = call(b.admin_url, "POST", f"/admin/v2/namespaces/{ns}/letterbox/failureEvents", '{"enabled": true}')
+    assert status in (200, 204), body
+    client = pulsar.Client(b.url, operation_timeout_seconds=10)
+    try:
+        topic = f"persistent://{ns}/t"
+        client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                         properties={"letterbox.circuit.enabled": "true"})
+        path = "/admin/v2/" + topic.replace("://", "/") + "/subscription/work/letterbox/circuit"
+        for state in ("open", "closed"):
+            status, body = call(b.admin_url, "POST", path, json.dumps({"state": state}))
+            assert status == 200, body
+        reader = client.create_reader(f"persistent://{ns}/__letterbox_failure_events", pulsar.MessageId.earliest)
+        events = [json.loads(reader.read_next(5000).data()) for _ in range(2)]
+        assert [(e["type"], e["state"], e["cause"], e["subscription"]) for e in events] == [
+            ("circuit", "open", "admin-open", "work"), ("circuit", "closed", "admin-close", "work")]
+    finally:
+        client.close()

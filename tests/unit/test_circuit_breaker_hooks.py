@@ -34,7 +34,9 @@ class FakeSub:
         self.policy = FailurePolicy(circuit=CircuitPolicy(min_deliveries=5, cooldown_ms=1000))
         self.cursor = FakeCursor()
         self.dispatcher = FakeDispatcher()
-        self.topic = type("T", (), {"service": type("S", (), {"config": type("C", (), {"attempt_log_size": 10})})})
+        self.name = "work"
+        self.topic = type("T", (), {"name": "persistent://public/default/t",
+                                    "service": type("S", (), {"config": type("C", (), {"attempt_log_size": 10})})})
 
 
 def test_every_change_goes_through_on_change_in_order() -> None:

@@ -7,8 +7,9 @@
 # open), the subscription reports acknowledgements, the dispatcher asks
 # `allowance()` before each round and reports what it sends (`sent`).
 # Every state change goes through `_changed`, the one place that records it
-# (history, the attempt log of the message concerned), arms or drops the
-# timer, wakes the dispatcher and calls `on_change` (None: nobody listens).
+# (history, the attempt log of the message concerned, a `circuit` failure event on
+# the namespace's failure events topic when it opted in), arms or drops the timer,
+# wakes the dispatcher and calls `on_change` (None: nobody else listens).
 # Invariants: a subscription without a circuit policy has no Circuit and pays
 # one attribute look per ack and dispatch round; a policy change starts a fresh
 # closed Circuit; the timer is armed exactly while the circuit is open.
@@ -18,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from letterbox.broker.moves.failure_events import publish_failure_event
 from letterbox.failure.attempts import CIRCUIT_CLOSE, CIRCUIT_PROBE, CIRCUIT_TRIP
 from letterbox.failure.circuit import (
     TRIP,
@@ -27,6 +29,7 @@ from letterbox.failure.circuit import (
     Transition,
     Verdict,
 )
+from letterbox.failure.events import CIRCUIT, failure_event
 
 if TYPE_CHECKING:
     from letterbox.broker.redelivery.tracked import TrackedSubscription
@@ -139,8 +142,12 @@ class CircuitBreaker:
                 self._rows(sorted(tripped), CIRCUIT_CLOSE, f"circuit closed ({t.cause}): {t.detail}")
                 self._closed()
             self.sub.dispatcher.schedule()
+        sub = self.sub
+        publish_failure_event(sub.topic.service, failure_event(
+            CIRCUIT, time_ms=t.at_ms, topic=str(sub.topic.name), subscription=sub.name, message_id=None,
+            reason=t.detail or None, state=t.after.value, previous=t.before.value, cause=t.cause))
         if self.on_change is not None:
-            self.on_change(self.sub, t)
+            self.on_change(sub, t)
 
     def _row(self, entry_id: int, ending: str, reason: str) -> None:
         self._rows([entry_id], ending, reason)
