@@ -18,8 +18,6 @@ import json
 import logging
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -178,6 +176,9 @@ class Broker:
     def admin(self, method: str, path: str, body: Any = None) -> Any:
         """One admin API call (JSON in and out, None for an empty answer); an error status
         raises AdminCallError with the broker's reason."""
+        import urllib.error  # only a broker whose admin API is used needs it
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.admin_url + path, data=data, method=method)
         if data is not None:
