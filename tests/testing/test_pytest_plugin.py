@@ -58,7 +58,8 @@ def test_plain():
 def test_the_clock_and_a_client_need_no_admin_server(pytester: pytest.Pytester) -> None:
     """The embedded session broker starts without its admin server (and aiohttp): a test of
     the clock and a client does not pay for it; the start-up objects are frozen out of the
-    collector. Asking for admin_url starts it."""
+    collector. Asking for admin_url starts it. pytest rewrites the asserts of the plugin's
+    package only, not of the whole letterbox distribution."""
     pytester.makepyfile(test_lean='''
 import gc
 import sys
@@ -74,9 +75,15 @@ def test_lean(letterbox_broker, letterbox_client, letterbox_topic, letterbox_clo
 def test_admin_on_first_use(letterbox_broker, letterbox_clock):
     assert letterbox_broker.admin("GET", "/admin/v2/letterbox/clock")["nowMs"] == letterbox_clock.now_ms()
     assert f"admin on http://127.0.0.1:{letterbox_broker.admin_port} (started on first use)" in letterbox_broker.log()
+
+def test_only_the_plugin_is_assertion_rewritten(letterbox_broker):
+    def loader(module):
+        return type(sys.modules[module].__loader__).__name__
+    assert loader("letterbox.testing.broker") == "AssertionRewritingHook"
+    assert loader("letterbox.broker.service") != "AssertionRewritingHook"
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
 
 
 def test_the_retries_wait_for_the_clock(pytester: pytest.Pytester) -> None:
