@@ -84,6 +84,7 @@ func main() {
 	}
 	selected := all
 	if *only != "" {
+		all = append(all, letterboxScenarios()...) // letterbox's own: run when named, never listed
 		want := map[string]bool{}
 		for _, n := range strings.Split(*only, ",") {
 			want[strings.TrimSpace(n)] = true

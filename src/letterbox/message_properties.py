@@ -29,6 +29,11 @@ FAILURE_DESCRIPTION = "FAILURE_DESCRIPTION"
 # ordered quarantine (failure/key_quarantine.py): the ORIGIN_MESSAGE_ID of the poisoned
 # message a parked message waited behind
 PARKED_BEHIND = "PARKED_BEHIND"
+# the qualified class name of the error a consumer reported with its failure ("" or absent: unknown)
+FAILURE_ERROR_CLASS = "FAILURE_ERROR_CLASS"
+# the edits made to a message before a redrive (compact JSON list, letterbox.failure.edits):
+# who, when, the sha256 of the payload it replaced; kept by every later move and redrive
+EDIT_LOG = "EDIT_LOG"
 
 REASON_MAX_REDELIVERIES = "max-redeliveries"
 REASON_TERMINATED = "terminated"

@@ -16,6 +16,7 @@ import pulsar
 import pytest
 
 from letterbox.protocol import client_commands, pb
+from tests.broker.test_flow_control import metric
 from tests.broker.test_robustness import ConnectionClosed, RawConn, topic_name
 from tests.conftest import BrokerProcess, _quiet_logger, wait_until
 
@@ -154,3 +155,28 @@ def test_backpressure_pauses_reading_and_loses_nothing(broker_factory: Any) -> N
         assert got == [b"m-%d" % i for i in range(300)]
     finally:
         client.close()
+
+
+def test_a_paused_connection_whose_client_dies_is_closed_and_its_bytes_given_back(broker_factory: Any) -> None:
+    """Connections holding large unfinished frames are paused (not read) once the shared
+    buffer is over; a client that dies then (RST) is noticed by the broker within seconds,
+    not at the frame timeout, and every byte it held is given back."""
+    broker: BrokerProcess = broker_factory(env={
+        "LETTERBOX_MAX_MESSAGE_PUBLISH_BUFFER_SIZE_IN_MB": "1", "LETTERBOX_FRAME_TIMEOUT_SECONDS": "300",
+    })
+    claim = struct.pack(">II", 5 * MB, 20)  # frames that claim 5 MB
+    first = connected_socket(broker.port)
+    first.sendall(claim + b"\x08" * (900 * 1024))  # the largest unfinished frame: read on
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") >= 900 * 1024)
+    socks = [connected_socket(broker.port) for _ in range(3)]
+    for s in socks:  # over the 1 MB buffer and over their share: paused
+        s.sendall(claim + b"\x08" * (600 * 1024))
+    assert wait_until(lambda: metric(broker, "letterbox_connections_paused") == 3)
+    for s in socks:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # RST: the clients are gone
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 900 * 1024 + 8, timeout=10)
+    assert metric(broker, "letterbox_connections_paused") == 0
+    assert broker.log().count("the peer went away while it was not being read") == 3
+    first.close()
+    assert wait_until(lambda: metric(broker, "letterbox_publish_buffer_bytes") == 0)

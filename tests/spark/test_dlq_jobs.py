@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from letterbox import message_properties as mp
+from letterbox.failure import fingerprint
 from letterbox.spark.dlq_report import dlq_report
 from letterbox.spark.redrive import redrive
 from tests.conftest import BrokerProcess
@@ -54,8 +55,16 @@ def test_dlq_report_table_and_png(spark: Any, spark_broker: BrokerProcess, pclie
         ("2026-01-01 10:00", 12),
         ("2026-01-01 11:00", 18),
     ]
+    # failure groups: the broker's fingerprint, computed by the same function
+    timeouts = fingerprint({mp.DEAD_LETTER_REASON: mp.REASON_MAX_REDELIVERIES,
+                            mp.DEAD_LETTER_DESCRIPTION: "TimeoutError: upstream"})
+    bad_json = fingerprint({mp.DEAD_LETTER_REASON: mp.REASON_TERMINATED,
+                            mp.DEAD_LETTER_DESCRIPTION: "bad json at byte 9\ntraceback..."})
+    assert list(zip(report.by_group["group"], report.by_group["pattern"], report.by_group["count"],
+                    strict=True)) == [(timeouts, "TimeoutError: upstream", 20),
+                                      (bad_json, "bad json at byte <n> traceback...", 10)]
     text = report.text_path.read_text()
-    assert "dead letters: 30" in text and "bad json at byte 3" in text
+    assert "dead letters: 30" in text and "bad json at byte 3" in text and "by failure group" in text
     import matplotlib.image
 
     png = matplotlib.image.imread(str(report.png_path))

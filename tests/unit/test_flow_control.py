@@ -45,40 +45,74 @@ def test_pending_requests_pause_and_resume_at_half() -> None:
     assert flow.shared.total == 0
 
 
-def test_shared_buffer_pauses_every_connection_that_adds_and_resumes_them_all() -> None:
+def test_over_the_shared_limit_only_a_connection_over_its_share_pauses() -> None:
+    """8 MB shared by two connections holding bytes: 4 MB each. The one holding more than
+    that pauses when it adds a SEND; the other, under its share, is read on."""
     cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=8, max_pending_bytes_per_connection=64 * MB)
     (a, ta), (b, tb) = flows(cfg, 2)
     a.set_buffered(1)  # a is in the middle of its next frame
     a.publish_started(5 * MB)
-    b.publish_started(4 * MB)  # 9 MB > 8 MB
-    assert not tb.reading
-    assert ta.reading  # a reads on until its frame is complete ...
+    b.publish_started(3 * MB)  # 8 MB + 1 byte > 8 MB; b holds 3 MB: under its share
+    assert tb.reading
+    assert ta.reading  # a is over its share but reads on until its frame is complete ...
     a.set_buffered(0)
     a.publish_started(1)  # ... and pauses when that SEND is added
+    assert not ta.reading and tb.reading
+    assert a.shared.global_pauses_total == 1
+    b.publish_started(2 * MB)  # b now holds 5 MB, over its 4 MB share: paused too
+    assert not tb.reading
+    b.publish_done(3 * MB)  # b holds 2 MB, half its share: read again
+    assert tb.reading and not ta.reading
+    a.publish_done(3 * MB)  # a holds 2 MB + 1 byte: above half its share
     assert not ta.reading
-    assert a.shared.global_pauses_total == 2
     a.publish_done(1)
-    b.publish_done(4 * MB)  # 5 MB: still above half
-    assert not ta.reading and not tb.reading
-    a.publish_done(5 * MB)
-    assert ta.reading and tb.reading
+    assert ta.reading
     a.close()
     b.close()
-    assert a.shared.total == 0
+    assert a.shared.total == 0 and not a.shared.holders
 
 
-def test_unfinished_frames_alone_over_the_limit_pause_their_connections() -> None:
+def test_a_connection_sending_little_is_never_paused_by_others_flooding() -> None:
+    """Many connections each holding a large unfinished frame (slow senders) put the total
+    far over the limit: each is paused but the one with the largest frame, which reads on,
+    and a connection sending small SENDs is not."""
+    cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=4, max_pending_bytes_per_connection=64 * MB)
+    pairs = flows(cfg, 11)
+    (healthy, th), slow = pairs[0], pairs[1:]
+    for i, (flow, _) in enumerate(slow):
+        flow.set_buffered(MB + i)
+    for i, (flow, _) in reversed(list(enumerate(slow))):  # the largest reads first this time
+        flow.set_buffered(2 * MB + i)  # ~20 MB of unfinished frames: five times the limit
+    assert [t.reading for _, t in slow] == [False] * 9 + [True]
+    for _ in range(100):
+        healthy.publish_started(100)
+        assert th.reading
+        healthy.publish_done(100)
+    assert healthy.pauses == 0
+    for flow, _ in slow:  # the frame timeout closes them: everything given back
+        flow.close()
+    assert healthy.shared.total == 0 and healthy.shared.framing == 0 and not healthy.shared.paused
+
+
+def test_unfinished_frames_alone_over_the_limit_pause_all_but_the_largest() -> None:
+    """Unfinished frames alone over the limit (many slow senders): a connection over its share
+    pauses unless its frame is the largest, which reads on, so that some frame always
+    completes; when it does, the largest paused frame is woken and reads on in turn."""
     cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=1, max_pending_bytes_per_connection=64 * MB)
     (a, ta), (b, tb) = flows(cfg, 2)
-    a.set_buffered(MB // 2 + 1)
-    b.set_buffered(MB // 2)  # 1 MB + 1 byte of unfinished frames: many slow senders
-    assert not tb.reading and ta.reading
-    a.set_buffered(MB // 2 + 2)  # a reads more of its frame: now paused too
-    assert not ta.reading
-    b.close()  # (the frame timeout closed b)
-    assert ta.reading is False  # 512 KiB + 2 bytes: above half
-    a.set_buffered(0)
+    a.set_buffered(MB // 2 + 2)
+    b.set_buffered(MB // 2 + 1)  # 1 MB + 3 bytes of unfinished frames
+    assert not tb.reading and ta.reading  # b is over its share (512 KiB), a's frame is larger
+    a.set_buffered(MB // 2 + 3)  # a reads on
     assert ta.reading
+    a.publish_started(MB // 2 + 3)  # a's frame completed: its SEND is on its way to storage ...
+    a.set_buffered(0)
+    assert tb.reading  # ... and b, the largest unfinished frame now, reads on
+    b.set_buffered(MB // 2 + 100)
+    assert tb.reading
+    b.close()  # (the frame timeout closed b)
+    a.publish_done(MB // 2 + 3)
+    assert a.shared.total == 0 and a.shared.framing == 0 and not a.shared.paused
 
 
 def test_pending_bytes_pause_one_connection_only() -> None:
@@ -106,14 +140,15 @@ def test_per_connection_byte_limit_never_below_two_maximum_frames() -> None:
 
 def test_close_gives_back_the_bytes_and_resumes_the_others() -> None:
     cfg = BrokerConfig(max_message_publish_buffer_size_in_mb=8, max_pending_bytes_per_connection=64 * MB)
-    (a, ta), (b, tb) = flows(cfg, 2)
-    a.publish_started(9 * MB)
-    b.publish_started(100)
-    assert not ta.reading and not tb.reading
+    (a, ta), (b, tb), (c, tc) = flows(cfg, 3)
+    a.publish_started(6 * MB)
+    c.publish_started(100)
+    b.publish_started(3 * MB)  # over 8 MB, and b holds more than its share (8 MB / 3)
+    assert ta.reading and tc.reading and not tb.reading
     a.close()  # the connection went away with its SENDs unreceipted
-    assert a.shared.total == 100 and tb.reading
-    a.publish_done(9 * MB)  # a late receipt callback after close changes nothing
-    assert a.shared.total == 100
+    assert a.shared.total == 3 * MB + 100 and tb.reading  # back at half
+    a.publish_done(6 * MB)  # a late receipt callback after close changes nothing
+    assert a.shared.total == 3 * MB + 100 and a.shared.holders == {b, c}
 
 
 def test_a_batch_of_sends_counts_as_its_number_of_requests() -> None:

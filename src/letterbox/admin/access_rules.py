@@ -20,7 +20,7 @@
 #   CONSUME       consume on the topic in the path, with the {subscription} of
 #                 the path when there is one (peek, examine, subscription
 #                 create/delete/skip/reset/expire, the letterbox move, the attempt
-#                 log and nack announcements, dead letters listing, poison suspects); on a namespace path,
+#                 log and nack announcements, dead letters listing and groups, poison suspects); on a namespace path,
 #                 consume granted on the namespace (topic listings, the dead letter
 #                 topics and what is failing).
 # Super users and the tenant's admins pass every rule of their scope. Routes
@@ -49,7 +49,7 @@ _TENANT = "/admin/v2/tenants/{tenant}"
 _CLUSTER = "/admin/v2/clusters/{cluster}"
 _NS_PERMISSIONS = NAMESPACE_BASE + "/permissions"
 _NS_POLICIES = ("/deduplication", "/retention", "/messageTTL", "/letterbox/deadLetterPolicy",
-                "/letterbox/redeliveryBackoff", "/compactionThreshold", "/schemaCompatibilityStrategy",
+                "/letterbox/redeliveryBackoff", "/letterbox/failureEvents", "/compactionThreshold", "/schemaCompatibilityStrategy",
                 # limits on topics (admin/routes_namespace_limits.py)
                 "/maxProducersPerTopic", "/maxConsumersPerTopic", "/maxUnackedMessagesPerConsumer",
                 "/maxUnackedMessagesPerSubscription", "/delayedDelivery", "/autoTopicCreation", "/dispatchRate",
@@ -145,6 +145,11 @@ _RULES_BY_TEMPLATE: dict[tuple[str, str], Access] = {
     ("GET", TOPIC_BASE + "/ledger/{ledgerId}/entry/{entryId}"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/examinemessage"): Access.CONSUME,
     ("GET", TOPIC_BASE + "/letterbox/deadLetters"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/key"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/property"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/{messageId}/payload"): Access.CONSUME,
+    ("GET", TOPIC_BASE + "/letterbox/deadLetters/groups"): Access.CONSUME,
     ("GET", _SUB + "/letterbox/poison-suspects"): Access.CONSUME,
 }
 

@@ -4,7 +4,10 @@
 #   GET  /admin/v2/persistent/{t}/{ns}/{topic}/subscription/{sub}/letterbox/attempts/{messageId}
 #        -> 200 {"topic", "subscription", "messageId", "acknowledged", "redeliveryCount",
 #                "source": "subscription"|"dead-letter"|"none", "attempts": [...],
-#                "deadLetter": {"topic", "messageId"} (source dead-letter only)}
+#                "deadLetter": {"topic", "messageId"} (source dead-letter only),
+#                "edits": [{"by", "at", "oldPayloadSha256", "newPayloadSha256", "original", "changes"}]}
+# An edited message (a redrive with an edit, failure/edits.py) lists its edits first in
+# "attempts" too, with the ending `edited` (who in "consumer", when in "endedAt").
 #   POST (same path) {"ending": "nack", "reason": "..."}   -> 200 {"announced": true|false}
 #
 # `messageId` is `ledger:entry:partition:batchIndex` (the ORIGIN_MESSAGE_ID
@@ -31,12 +34,14 @@ from aiohttp import web
 from letterbox.admin.http_errors import AdminError
 from letterbox.admin.request_parsing import TOPIC_BASE, json_body, topic_name
 from letterbox.admin.topic_lookup import persistent_topic, subscription
-from letterbox.broker import dead_letter_topic_name, live_dead_letters_async
+from letterbox.broker import dead_letter_topic_name, live_dead_letters_async, stored_message
 from letterbox.errors import NotAllowed
 from letterbox.failure.attempts import ANNOUNCED_ENDINGS, MAX_REASON_CHARS, parse_attempts_property
+from letterbox.failure.edits import edit_attempts, parse_edit_log
 from letterbox.message_properties import (
     DEAD_LETTER_SUBSCRIPTION,
     DELIVERY_ATTEMPTS,
+    EDIT_LOG,
     ORIGIN_MESSAGE_ID,
     origin_message_id,
 )
@@ -106,17 +111,24 @@ class AttemptRoutes:
         }
         attempts = sub.redelivery.attempts(entry, batch if batch >= 0 else None)
         source = "subscription" if attempts else "none"
+        # an edited message (edit-and-replay) carries its edits: they come before its deliveries
+        stored = stored_message(topic, entry, batch)
+        props = stored.properties if stored is not None else {}
         if acked:
             found = await self._dead_letter(sub, mid, batch)
             if found is not None:
-                source, (dl_topic, dl_id, attempts) = "dead-letter", found
+                source, (dl_topic, dl_id, attempts, dl_props) = "dead-letter", found
                 out["deadLetter"] = {"topic": dl_topic, "messageId": dl_id}
-        out["source"] = source
-        out["attempts"] = [a.to_json() for a in attempts]
+                props = props or dl_props
+        edits = edit_attempts(props)
+        out["source"] = "subscription" if source == "none" and edits else source
+        out["attempts"] = [a.to_json() for a in (*edits, *attempts)]
+        out["edits"] = parse_edit_log(props.get(EDIT_LOG))
         return web.json_response(out)
 
-    async def _dead_letter(self, sub: Subscription, mid: str, batch: int) -> tuple[str, str, list[Any]] | None:
-        """The dead letter this subscription made of message `mid`, with its attempts."""
+    async def _dead_letter(self, sub: Subscription, mid: str, batch: int
+                           ) -> tuple[str, str, list[Any], dict[str, str]] | None:
+        """The dead letter this subscription made of message `mid`, with its attempts and properties."""
         policy = sub.policy.dead_letter
         try:
             dlq = dead_letter_topic_name(sub.topic.name, sub.name, policy.dead_letter_topic if policy else None)
@@ -136,7 +148,8 @@ class AttemptRoutes:
             if dl.properties.get(DEAD_LETTER_SUBSCRIPTION) != sub.name:
                 continue
             if origin == mid or (batch == -1 and origin.startswith(prefix)):
-                return str(dlq), dl.message_id, parse_attempts_property(dl.properties.get(DELIVERY_ATTEMPTS))
+                return (str(dlq), dl.message_id, parse_attempts_property(dl.properties.get(DELIVERY_ATTEMPTS)),
+                        dl.properties)
         return None
 
     async def announce(self, request: web.Request) -> web.Response:

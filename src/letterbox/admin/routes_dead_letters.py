@@ -1,10 +1,13 @@
 # Dead-letter operations (letterbox extensions; broker/moves/dead_letters.py and
 # broker/moves/redrive.py do the work):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
-#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R
+#   GET  /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/deadLetters?limit=N&reason=R&group=G&after=ID
+#        (paged by size and values cut: listing_budget.py; whole values: routes_dead_letter_values.py)
+#   GET  .../{dlq}/letterbox/deadLetters/groups   (failure groups, routes_dead_letter_groups.py)
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/redrive   (JSON filter + target ...;
 #        subscriptionOnly: back into the dead-lettering subscription only; background: answer
-#        202 with a persistent task at once, see routes_redrive_tasks.py)
+#        202 with a persistent task at once, see routes_redrive_tasks.py; edit: change each
+#        message on its way back, failure/edits.py -- needs the `edit` permission too, 403 without)
 #   DELETE .../{dlq}/letterbox/redrive   cancel the redrive running on that DLQ
 #   POST /admin/v2/persistent/{t}/{ns}/{dlq}/letterbox/purge     (JSON filter)
 # Request bodies are checked field by field before anything runs (400 for
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from letterbox.admin.http_errors import AdminError
+from letterbox.admin.listing_budget import Clipped, ListingPage, clip_properties
 from letterbox.admin.request_parsing import (
     NAMESPACE_BASE,
     TOPIC_BASE,
@@ -35,6 +39,8 @@ from letterbox.admin.request_parsing import (
     query_int,
     topic_name,
 )
+from letterbox.admin.routes_dead_letter_groups import group_field
+from letterbox.admin.routes_dead_letter_groups import register as register_groups
 from letterbox.admin.routes_redrive_tasks import register as register_tasks
 from letterbox.admin.topic_lookup import persistent_topic
 from letterbox.broker import (
@@ -47,6 +53,7 @@ from letterbox.broker import (
 )
 from letterbox.broker import redrive as rd
 from letterbox.errors import InvalidTopicName
+from letterbox.failure.edits import EditError, edit_of
 from letterbox.message_properties import DEAD_LETTER_REASONS, REAL_TOPIC
 from letterbox.topic_name import TopicName
 
@@ -57,12 +64,9 @@ DEFAULT_LIMIT = 100
 # a dead letter's id as the listing gives it (DeadLetter.message_id)
 MESSAGE_ID = re.compile(r"[0-9]{1,18}:[0-9]{1,18}:-?[0-9]{1,9}:-?[0-9]{1,9}")
 MAX_LIMIT = 10_000
-# payload bytes one listing answers with; later messages are listed without theirs
-MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
-# characters of one key, property key or property value a listing answers with
-MAX_TEXT_CHARS = 64 * 1024
-FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key")
-REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background")
+FILTER_FIELDS = ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore", "messageIds", "dryRun", "key",
+                 "group")
+REDRIVE_FIELDS = (*FILTER_FIELDS, "target", "maxMessages", "ratePerSecond", "subscriptionOnly", "background", "edit")
 
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
@@ -73,43 +77,37 @@ def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     router.add_delete(TOPIC_BASE + "/letterbox/redrive", routes.cancel_redrive)
     router.add_post(TOPIC_BASE + "/letterbox/purge", routes.purge)
     register_tasks(admin, router)
+    register_groups(admin, router)
 
 
-def _clipped(text: str, cut: list[str]) -> str:
-    """A key or property as listed (bytes that are not UTF-8 are \\xNN escapes already): at
-    most MAX_TEXT_CHARS characters and "…" (then noted in `cut`)."""
-    if len(text) <= MAX_TEXT_CHARS:
-        return text
-    cut.append(text[:40])
-    return text[:MAX_TEXT_CHARS] + "…"
-
-
-def message_json(dl: DeadLetter, with_payload: bool = True) -> dict[str, Any]:
-    """One dead letter as JSON; `error` is set when its stored payload could not be
-    opened (the payload is then the stored bytes) or was left out of the answer."""
-    text: str | None = None
-    if with_payload:
-        try:
-            text = dl.payload.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    cut: list[str] = []
+def message_json(dl: DeadLetter) -> dict[str, Any]:
+    """One dead letter as JSON (keys and properties cut as listing_budget says); `error` is
+    set when its stored payload could not be opened (the payload is then the stored bytes)."""
+    try:
+        text: str | None = dl.payload.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    clipped = Clipped()
     out: dict[str, Any] = {
         "messageId": dl.message_id,
-        "key": None if dl.key is None else _clipped(dl.key, cut),
-        "properties": {_clipped(k, cut): _clipped(v, cut) for k, v in dl.properties.items()},
+        "key": None if dl.key is None else clipped.text(dl.key, "key"),
+        "properties": clip_properties(dl.properties, clipped),
         "publishTime": dl.publish_time,
         "eventTime": dl.event_time or None,
-        "payloadBase64": base64.b64encode(dl.payload).decode() if with_payload else None,
+        "payloadBase64": base64.b64encode(dl.payload).decode(),
         "payloadText": text,
     }
-    if cut:
-        out["truncated"] = True  # a key or property is longer than MAX_TEXT_CHARS: cut there
     if dl.error is not None:
         out["error"] = dl.error
-    elif not with_payload:
-        out["error"] = f"payload left out: the answer already holds {MAX_PAYLOAD_BYTES} bytes of payloads"
-    return out
+    return clipped.mark(out)
+
+
+def dead_letter_order(message_id: str) -> tuple[int, int]:
+    """A dead letter's place in its listing: (entry, batch index); ValueError if not an id."""
+    if not MESSAGE_ID.fullmatch(message_id):
+        raise ValueError(message_id)
+    _, entry, _, batch = message_id.split(":")
+    return int(entry), int(batch)
 
 
 def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter, bool, dict[str, Any]]:
@@ -153,6 +151,7 @@ def parse_filter(body: Any, allowed: tuple[str, ...]) -> tuple[DeadLetterFilter,
         before_ms=int_field(body, "deadLetteredBefore", 0),
         message_ids=frozenset(ids) if ids is not None else None,
         key=key,
+        group=group_field(body.get("group")),
     )
     return flt, dry_run, body
 
@@ -199,18 +198,17 @@ class DeadLetterRoutes:
         limit = query_int(request, "limit", DEFAULT_LIMIT)
         if not 1 <= limit <= MAX_LIMIT:
             raise AdminError(412, f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        flt = DeadLetterFilter(reason=known_reason(request.query.get("reason")))
+        flt = DeadLetterFilter(reason=known_reason(request.query.get("reason")),
+                               group=group_field(request.query.get("group"), "query parameter group"))
         topic = self._dlq(request)
-        out = []
-        budget = MAX_PAYLOAD_BYTES
-        async for dl in live_dead_letters_async(topic):
-            if flt.matches(dl):
-                fits = len(dl.payload) <= budget
-                budget -= len(dl.payload) if fits else 0
-                out.append(message_json(dl, with_payload=fits))
-                if len(out) >= limit:
-                    break
-        return web.json_response(out)
+        page = ListingPage(request, limit, dead_letter_order)
+        start = page.after[0] if page.after is not None else 0
+        async for dl in live_dead_letters_async(topic, start_entry=start):
+            if page.skips(dl.message_id) or not flt.matches(dl):
+                continue
+            if not page.add(dl.message_id, lambda dl=dl: message_json(dl)):  # type: ignore[misc]
+                break
+        return page.response()
 
     async def redrive(self, request: web.Request) -> web.Response:
         flt, dry_run, body = parse_filter(await json_body(request), REDRIVE_FIELDS)
@@ -225,15 +223,26 @@ class DeadLetterRoutes:
         if subscription_only and target_name is not None:
             raise AdminError(400, "subscriptionOnly puts each message back into the subscription it died in, "
                                   "on its source topic: leave out target")
+        authz, role = self.admin.service.authorization, request.get("role")
+        edit = None
+        if body.get("edit") is not None:
+            try:
+                edit = edit_of(body["edit"])
+            except EditError as exc:
+                raise AdminError(400, str(exc)) from None
         req = rd.RedriveRequest(
             filter=flt, target=target_name, max_messages=int_field(body, "maxMessages", 1),
             rate_per_second=rate, dry_run=dry_run, subscription_only=subscription_only,
+            edit=edit, editor=role if edit is not None else None,
         )
         dlq = self._dlq(request)
+        if edit is not None and not authz.can_edit(role, dlq.name):
+            raise AdminError(403, f"Role {role} may redrive but not edit dead letters of {dlq.name}: an edit "
+                                  "needs the `edit` permission on the topic or its namespace (grant-permission "
+                                  "--actions edit), or a super user")
         if target_name is not None:
             self.admin.require_namespace(target_name.namespace_name)
         await self._check_targets(request, dlq, req)
-        authz, role = self.admin.service.authorization, request.get("role")
         checked = authz.enabled and not authz.is_super_user(role)
         if checked:
             req = dataclasses.replace(req, may_write=lambda t: authz.can_produce(role, t))

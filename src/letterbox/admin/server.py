@@ -52,8 +52,10 @@ class AdminServer(AdminContext):
             routes_clock,
             routes_cluster,
             routes_compaction,
+            routes_dead_letter_values,
             routes_dead_letters,
             routes_failing,
+            routes_failure_events,
             routes_messages,
             routes_move,
             routes_namespace_limits,
@@ -87,6 +89,8 @@ class AdminServer(AdminContext):
             routes_permissions.register,
             routes_dead_letters.register,
             routes_failing.register,  # what is failing in a namespace (the console's landing page)
+            routes_dead_letter_values.register,  # one dead letter, whole values a listing cut
+            routes_failure_events.register,  # a namespace's failure events topic
             routes_clock.register,
             routes_poison.register,
             routes_attempts.register,

@@ -3,12 +3,13 @@ responsibility; service.py composes them. This face is all that admin and standa
 the service, the topic model, and the operations the admin API performs (some as modules)."""
 from letterbox.broker.compaction.compactor import THRESHOLD_POLICY, CompactionInProgress
 from letterbox.broker.moves import redrive
+from letterbox.broker.moves.dead_letter_groups import failure_groups, summary_async
 from letterbox.broker.moves.dead_letter_router import dead_letter_topic_name
 from letterbox.broker.moves.dead_letters import (
     DeadLetter,
     DeadLetterFilter,
     live_dead_letters_async,
-    summary_async,
+    stored_message,
 )
 from letterbox.broker.moves.message_mover import MoveRequest, move_message
 from letterbox.broker.moves.redrive_targets import SubscriptionGone
@@ -41,8 +42,8 @@ __all__ = [
     "BrokerService", "CompactionInProgress", "Consumer", "DeadLetter", "DeadLetterFilter",
     "MoveRequest", "NonPersistentTopic", "PersistentTopic", "RedriveTask", "SchemaVersion",
     "Subscription", "SubscriptionGone", "Topic", "avro_resolution", "check_definition",
-    "check_new_subscription", "check_new_topic", "dead_letter_topic_name", "inactive_topics",
+    "check_new_subscription", "check_new_topic", "dead_letter_topic_name", "failure_groups", "inactive_topics",
     "live_dead_letters_async", "max_redeliveries", "move_message", "namespace_policies", "redrive",
-    "seed_defaults", "subscription_admin", "summary_async", "suspect_count", "suspects",
+    "seed_defaults", "stored_message", "subscription_admin", "summary_async", "suspect_count", "suspects",
     "topic_policies", "topic_termination", "type_name",
 ]

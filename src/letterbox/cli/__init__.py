@@ -110,6 +110,8 @@ def _register() -> None:
     from letterbox.cli.bring_home import import_, redrive_back
     from letterbox.cli.client import consume, produce
     from letterbox.cli.dlq import dlq
+    from letterbox.cli.dlq_edit import dlq_replay  # noqa: F401  (registers `dlq replay`)
+    from letterbox.cli.dlq_groups import dlq_export  # noqa: F401  (registers `dlq groups` and `dlq export`)
     from letterbox.cli.migrate import migrate
     from letterbox.cli.perf import perf
     from letterbox.cli.pipeline import pipeline

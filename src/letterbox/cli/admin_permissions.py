@@ -9,7 +9,7 @@ from letterbox.cli.http import AdminContext, admin_command
 from letterbox.cli.output import echo_json
 from letterbox.cli.params import NAMESPACE, namespace_path, q
 
-ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages")
+ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages", "edit")
 
 
 def register(namespaces: click.Group) -> None:

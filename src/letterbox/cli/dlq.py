@@ -1,7 +1,8 @@
 # `letterbox dlq ...`: look at and act on dead letter topics through the admin
 # API's letterbox extensions (docs/admin.md):
 #   GET  /admin/v2/namespaces/{t}/{ns}/letterbox/deadLetterTopics
-#   GET  {dlq topic path}/letterbox/deadLetters?limit=N&reason=R
+#   GET  {dlq topic path}/letterbox/deadLetters?limit=N&reason=R&group=G
+#   GET  {dlq topic path}/letterbox/deadLetters/groups (`dlq groups`, `dlq export`: dlq_groups.py)
 #   POST {dlq topic path}/letterbox/redrive  {filters, maxMessages, ratePerSecond, dryRun}
 #   DELETE {dlq topic path}/letterbox/redrive (cancel the redrive running there)
 #   GET/DELETE {dlq topic path}/letterbox/redrive/{taskId}, GET .../letterbox/redriveTasks
@@ -39,6 +40,7 @@ from letterbox.cli.http import (
 )
 from letterbox.cli.output import echo_json, format_epoch_ms, properties_text, table
 from letterbox.cli.params import (
+    FAILURE_GROUP,
     KEY_VALUE,
     NAMESPACE,
     TIME_HELP,
@@ -78,6 +80,8 @@ _FILTER_OPTIONS = [
     click.option("--since", help=f"Only messages dead-lettered at or after this time: {TIME_HELP}."),
     click.option("--until", help=f"Only messages dead-lettered before this time: {TIME_HELP}."),
     click.option("--key", "-k", help="Only messages with this key."),
+    click.option("--group", "-g", type=FAILURE_GROUP,
+                 help="Only messages of this failure group (a fingerprint, as `dlq groups` lists them)."),
     click.option("--dry-run", is_flag=True, help="Only count what would be affected."),
 ]
 
@@ -89,10 +93,12 @@ def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _filters(reason: str | None, properties: tuple[tuple[str, str], ...], since: str | None,
-             until: str | None, key: str | None = None) -> dict[str, Any]:
+             until: str | None, key: str | None = None, group: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if reason:
         body["reason"] = reason
+    if group:
+        body["group"] = group
     if key is not None:
         body["key"] = key
     if properties:
@@ -113,6 +119,8 @@ def _describe(body: dict[str, Any]) -> str:
         parts.append(f"reason {body['reason']}")
     if "key" in body:
         parts.append(f"key {body['key']}")
+    if "group" in body:
+        parts.append(f"group {body['group']}")
     for k, v in (body.get("properties") or {}).items():
         parts.append(f"{k}={v}")
     if "deadLetteredAfter" in body:
@@ -141,11 +149,14 @@ def dlq_list(a: AdminContext, namespace: str) -> None:
 @click.option("--count", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many dead letters to show (oldest first).")
 @click.option("--reason", "-r", type=click.Choice(DEAD_LETTER_REASONS), help="Only dead letters with this reason.")
-def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | None) -> None:
+@click.option("--group", "-g", type=FAILURE_GROUP, help="Only dead letters of this failure group (`dlq groups`).")
+def dlq_peek(a: AdminContext, dlq_topic: TopicName, count: int, reason: str | None, group: str | None) -> None:
     """Show dead letters: id, key, why and when they failed, properties and payload."""
     query = {"limit": str(count)}
     if reason:
         query["reason"] = reason
+    if group:
+        query["group"] = group
     letters: list[dict[str, Any]] = a.client.get_json(
         topic_path(dlq_topic) + "/letterbox/deadLetters", query) or []
     if a.json:
@@ -199,7 +210,7 @@ def _running_task_moved(client: AdminClient, redrive_path: str) -> int:
                    "broker restarts (follow it with `dlq redrive-status`).")
 def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None, reason: str | None,
                 properties: tuple[tuple[str, str], ...], since: str | None, until: str | None, key: str | None,
-                max_messages: int | None, dry_run: bool, rate: float | None, subscription_only: bool,
+                group: str | None, max_messages: int | None, dry_run: bool, rate: float | None, subscription_only: bool,
                 background: bool) -> None:
     """Move dead letters back to their source topic (REAL_TOPIC) or to --to TOPIC.
 
@@ -209,7 +220,7 @@ def dlq_redrive(a: AdminContext, dlq_topic: TopicName, target: TopicName | None,
     if subscription_only and target is not None:
         raise click.BadParameter("--subscription-only goes back to each message's own topic and "
                                  "subscription: leave out --to", param_hint="'--to'")
-    body = _filters(reason, properties, since, until, key)
+    body = _filters(reason, properties, since, until, key, group)
     require_dead_letter_topic(a, dlq_topic)
     if target is not None:
         body["target"] = str(target)
@@ -347,9 +358,10 @@ def dlq_redrive_cancel(a: AdminContext, dlq_topic: TopicName, task_id: str | Non
 @_filter_options
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def dlq_purge(a: AdminContext, dlq_topic: TopicName, reason: str | None, properties: tuple[tuple[str, str], ...],
-              since: str | None, until: str | None, key: str | None, dry_run: bool, yes: bool) -> None:
+              since: str | None, until: str | None, key: str | None, group: str | None, dry_run: bool,
+              yes: bool) -> None:
     """Delete dead letters for good (all, or those matching the filters)."""
-    body = _filters(reason, properties, since, until, key)
+    body = _filters(reason, properties, since, until, key, group)
     require_dead_letter_topic(a, dlq_topic)
     path = topic_path(dlq_topic) + "/letterbox/purge"
     if dry_run or not yes:

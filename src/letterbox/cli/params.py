@@ -83,9 +83,25 @@ class KeyValueParam(click.ParamType):  # type: ignore[type-arg]  # generic in ne
         return key, val
 
 
+class FailureGroupParam(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """A failure group's fingerprint (letterbox.failure.fingerprint), as `dlq groups` lists it."""
+
+    name = "fingerprint"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from letterbox.failure.fingerprint import FINGERPRINT, FINGERPRINT_CHARS
+
+        text = str(value).strip().lower()
+        if not FINGERPRINT.fullmatch(text):
+            self.fail(f"expected a failure group's fingerprint ({FINGERPRINT_CHARS} hex characters; "
+                      f"`letterbox dlq groups DLQ_TOPIC` lists them), got {value!r}", param, ctx)
+        return text
+
+
 TOPIC = TopicParam()
 NAMESPACE = NamespaceParam()
 KEY_VALUE = KeyValueParam()
+FAILURE_GROUP = FailureGroupParam()
 
 
 def q(segment: str) -> str:

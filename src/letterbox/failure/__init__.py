@@ -12,6 +12,7 @@ terminate, naming) and the Spark pipeline (retry, fail, tiers).
 - durations.py  the one duration parser (`5s`, `500ms`, `2m`) and labels
 - naming.py     `<topic>-<sub>-DLQ`, `<topic>-<sub>-RETRY`, retry tiers, topic_role
 - stamps.py     what a move adds and a redrive removes (one table)
+- fingerprint.py  a dead letter's failure group (reason, error class, normalised text) and its id
 - attempts.py   Attempt and its endings (mapped from the events), the attempt log's rows,
                 DELIVERY_ATTEMPTS
 - consumer_properties.py  the `letterbox.*` consumer properties that set a policy
@@ -55,6 +56,7 @@ from letterbox.failure.decide import (
 )
 from letterbox.failure.durations import duration_label, parse_duration_ms, parse_seconds
 from letterbox.failure.errors import PolicyError
+from letterbox.failure.fingerprint import FailureGroup, failure_group, fingerprint
 from letterbox.failure.limits import (
     DEFAULT_DELAY_LEVELS,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -119,6 +121,7 @@ __all__ = [
     "Dispatch",
     "Event",
     "Expired",
+    "FailureGroup",
     "FailurePolicy",
     "Nack",
     "Outcome",
@@ -142,6 +145,8 @@ __all__ = [
     "declares_policy",
     "duration_label",
     "explicit_delay_ms",
+    "failure_group",
+    "fingerprint",
     "origin_stamps",
     "parse_duration_ms",
     "parse_seconds",

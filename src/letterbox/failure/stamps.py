@@ -11,9 +11,11 @@
 #                DELIVERY_ATTEMPTS FAILURE_DESCRIPTION (the attempt log, the client's text),
 #                PARKED_BEHIND (the ordered quarantine's park)
 #                added by a dead-letter move (broker, admin move, pipeline Fail)
+#   EDIT         EDIT_LOG: added by a redrive that edits the message (failure/edits.py),
+#                kept by every later move and redrive, like the origin
 #   REDRIVE_REMOVES = RETRY | DEAD_LETTER: a redriven message starts over, with
 #                no attempt count and no dead-letter record, but knows its origin.
-# Invariant: FAILURE_KEYS = ORIGIN | RETRY | DEAD_LETTER; every other property
+# Invariant: FAILURE_KEYS = ORIGIN | EDIT | RETRY | DEAD_LETTER; every other property
 # is the user's and every move and redrive keeps it.
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from letterbox.message_properties import (
     DELAY_TIME,
     DELIVERY_ATTEMPTS,
     DELIVERY_COUNT,
+    EDIT_LOG,
     FAILURE_DESCRIPTION,
     FIRST_DELIVERY_TIME,
     LAST_DELIVERY_TIME,
@@ -53,8 +56,9 @@ DEAD_LETTER_STAMPS = frozenset({
     DELIVERY_COUNT, FIRST_DELIVERY_TIME, LAST_DELIVERY_TIME, DELIVERY_ATTEMPTS, FAILURE_DESCRIPTION,
     PARKED_BEHIND,
 })
+EDIT_STAMPS = frozenset({EDIT_LOG})
 REDRIVE_REMOVES = RETRY_STAMPS | DEAD_LETTER_STAMPS
-FAILURE_KEYS = ORIGIN_STAMPS | REDRIVE_REMOVES
+FAILURE_KEYS = ORIGIN_STAMPS | EDIT_STAMPS | REDRIVE_REMOVES
 
 
 def user_properties(props: Mapping[str, str]) -> dict[str, str]:

@@ -92,6 +92,11 @@ class ServerProtocol:
     def close(self) -> None:
         self.state = State.CLOSED
 
+    def release(self) -> None:
+        """Closed for good: the decoder's buffer is given back."""
+        self.state = State.CLOSED
+        self._decoder.release()
+
     def _check_open(self) -> None:
         if self.state is State.CLOSED:
             raise ProtocolError("connection is closed")

@@ -323,11 +323,21 @@ class FrameDecoder:
         sends, self._pos = _split_sends(self._buf, self._pos, self._max)
         return sends
 
+    def release(self) -> None:
+        """Give back every byte buffered (the connection is gone); later calls raise."""
+        self._buf = bytearray()
+        self._pos = 0
+        if self._error is None:
+            self._error = ProtocolError("connection is closed")
+
     def _next(self) -> Frame | None:
         buf = self._buf
         pos = self._pos
         avail = len(buf) - pos
         if avail < 4:
+            if avail == 0 and pos:  # all read: a large frame's bytes go back now, not at the next feed
+                buf.clear()
+                self._pos = 0
             return None
         total = _U32.unpack_from(buf, pos)[0]
         if total > self._max:

@@ -9,8 +9,9 @@
 #     "auth_policies": {"namespace_auth": {role: [action, ...]},
 #     "destination_auth": {topic: {role: [action, ...]}},
 #     "subscription_auth_roles": {subscription: [role, ...]}}.
-#     Actions are Pulsar's AuthAction names; produce and consume are enforced,
-#     the others (functions, sources, sinks, packages) are accepted and stored.
+#     Actions are Pulsar's AuthAction names plus letterbox's `edit`; produce, consume
+#     and edit are enforced, the others (functions, sources, sinks, packages) are
+#     accepted and stored.
 #
 # Rules: PRODUCER needs `produce`; SUBSCRIBE and readers need `consume` (and,
 # when the subscription has roles listed in subscription_auth_roles, a role in
@@ -23,7 +24,10 @@
 # produce on the target or a target that is the subscription's own failure
 # topic (can_move); the same target rule holds for a dead letter topic named
 # by a consumer's properties or a namespace's dead-letter policy, and for the
-# targets of a redrive (can_write_failure_topic, can_produce).
+# targets of a redrive (can_write_failure_topic, can_produce). A redrive that
+# edits its messages (edit-and-replay) needs, besides the redrive's own rights,
+# `edit` granted on the dead letter topic or its namespace (can_edit): super
+# users have it, anyone else -- a tenant's admins too -- only once granted.
 #
 # Invariants: with authorization disabled every check returns True; a role of
 # None (no authenticated identity) passes nothing when it is enabled. The
@@ -48,8 +52,9 @@ AUTH_POLICIES = "auth_policies"
 NAMESPACE_AUTH = "namespace_auth"
 DESTINATION_AUTH = "destination_auth"
 SUBSCRIPTION_AUTH_ROLES = "subscription_auth_roles"
-# Pulsar's AuthAction values
-ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages")
+# Pulsar's AuthAction values, and letterbox's `edit` (change a dead letter's payload or
+# properties as it is redriven)
+ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages", "edit")
 
 
 class AuthorizationFailed(LetterboxError):
@@ -190,6 +195,13 @@ class AuthorizationService:
             return True
         allowed = self.auth_policies(topic.namespace_name)[SUBSCRIPTION_AUTH_ROLES].get(subscription)
         return not allowed or role in allowed
+
+    def can_edit(self, role: str | None, topic: TopicName) -> bool:
+        """Edit dead letters of `topic` as they are redriven: super users, and roles granted
+        `edit` on the topic or its namespace (a tenant's admins only once granted)."""
+        if not self.enabled or self.is_super_user(role):
+            return True
+        return role is not None and "edit" in self.actions(role, topic)
 
     def can_lookup(self, role: str | None, topic: TopicName) -> bool:
         return self.can_produce(role, topic) or self.can_consume(role, topic, None)

@@ -1,5 +1,7 @@
 # Dead-letter analysis on Spark: read a DLQ topic with the `letterbox` data
-# source and count its messages by reason, source topic (REAL_TOPIC), error
+# source and count its messages by failure group (the broker's fingerprint,
+# letterbox.failure.fingerprint, computed per row by the same function), reason,
+# source topic (REAL_TOPIC), error
 # text (DEAD_LETTER_DESCRIPTION, first line, 120 characters), hour and a time
 # bucket (DEAD_LETTER_TIME, else the publish time) of a second, 5 or 15
 # seconds, a minute, an hour or a day: the finest that cuts the data's span
@@ -62,10 +64,14 @@ class DlqReport:
     first_ms: int | None = None
     last_ms: int | None = None
     drawn: Drawn | None = None  # what the PNG shows
+    # [group, reason, error_class, pattern, count]: failure groups, largest first
+    by_group: Any = None
 
     def text(self) -> str:
         parts = [f"dead letters: {self.total}"]
+        groups = [] if self.by_group is None else [("by failure group", self.by_group)]
         for title, table in (
+            *groups,
             ("by reason", self.by_reason),
             ("by source topic", self.by_source),
             ("by error", self.by_error),
@@ -76,8 +82,13 @@ class DlqReport:
 
 
 def dead_letters(spark: Any, service_url: str, dlq_topic: str, auth: AuthOptions | None = None) -> Any:
-    """The DLQ as a DataFrame with reason, source, error and hour columns added."""
+    """The DLQ as a DataFrame with group, error_class, pattern, reason, source, error and hour
+    columns added (group: the failure group's fingerprint, as the broker lists it)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    # a lambda: a function with type hints makes Spark try to read it as a pandas UDF
+    group_of = F.udf(lambda props: _group_row(props), StructType([StructField(n, StringType()) for n in ("group", "class", "pattern")]))
 
     df = (spark.read.format("letterbox").option("service_url", service_url).option("topic", dlq_topic)
           .options(**(auth or AuthOptions()).spark_options()).load())
@@ -86,7 +97,10 @@ def dead_letters(spark: Any, service_url: str, dlq_topic: str, auth: AuthOptions
     when = F.coalesce(F.timestamp_millis(dead_ms), F.col("publish_time"))
     error = F.substring(F.split(F.coalesce(props.getItem(mp.DEAD_LETTER_DESCRIPTION), F.lit("")), "\n").getItem(0), 1, 120)
     return (
-        df.withColumn("reason", F.coalesce(props.getItem(mp.DEAD_LETTER_REASON), F.lit("(none)")))
+        df.withColumn("_g", group_of(props))
+        .withColumn("group", F.col("_g.group")).withColumn("error_class", F.col("_g.class"))
+        .withColumn("pattern", F.col("_g.pattern")).drop("_g")
+        .withColumn("reason", F.coalesce(props.getItem(mp.DEAD_LETTER_REASON), F.lit("(none)")))
         .withColumn("source", F.coalesce(props.getItem(mp.REAL_TOPIC), F.lit("(unknown)")))
         .withColumn("error", F.when(error == "", F.lit("(none)")).otherwise(error))
         .withColumn("hour", F.date_format(F.date_trunc("hour", when), "yyyy-MM-dd HH:00"))
@@ -94,13 +108,24 @@ def dead_letters(spark: Any, service_url: str, dlq_topic: str, auth: AuthOptions
     )
 
 
+def _group_row(props: dict[str, str] | None) -> tuple[str, str, str]:
+    """(fingerprint, error class, pattern) of a row's properties: the broker's failure group."""
+    from letterbox.failure.fingerprint import failure_group
+
+    g = failure_group(props or {})
+    return g.fingerprint, g.error_class, g.pattern
+
+
 def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path, top_errors: int = 15,
                auth: AuthOptions | None = None) -> DlqReport:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = dead_letters(spark, service_url, dlq_topic, auth).select("reason", "source", "error", "hour", "when_ms").cache()
+    df = dead_letters(spark, service_url, dlq_topic, auth).select(
+        "group", "error_class", "pattern", "reason", "source", "error", "hour", "when_ms").cache()
     try:
         total = df.count()
+        by_group = (df.groupBy("group", "reason", "error_class", "pattern").count()
+                    .orderBy(["count", "group"], ascending=[False, True]).limit(top_errors).toPandas())
         tables = {
             dim: df.groupBy(dim).count().orderBy("count" if dim != "hour" else "hour", ascending=dim == "hour")
             for dim in ("reason", "source", "error", "hour")
@@ -132,6 +157,7 @@ def dlq_report(spark: Any, service_url: str, dlq_topic: str, out_dir: str | Path
         time_bucket=bucket,
         first_ms=first_ms,
         last_ms=last_ms,
+        by_group=by_group,
     )
     report.text_path.write_text(report.text())
     report.drawn = _chart(report, dlq_topic)

@@ -5,19 +5,26 @@
 #     read (as Pulsar does);
 #   * time limits: CONNECT must arrive within connect_timeout_seconds of the
 #     accept, and a frame once started must be complete within
-#     frame_timeout_seconds (a slowloris connection is closed, its buffer freed).
+#     frame_timeout_seconds (a slowloris connection is closed, its buffer freed);
+#   * a connection not being read (paused by backpressure) is looked at every
+#     PAUSED_PEEK_SECONDS: if its peer has gone (hang-up or error on the socket, which a
+#     paused transport does not notice), it is closed at once, so what it held is given
+#     back in about a second rather than at the frame or keep-alive timeout.
 # Publish backpressure (pausing reads) is flow_control.py's.
 # Invariant: a closed guard has released its connection count and its timers.
 from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from letterbox.config import BrokerConfig
 
 log = logging.getLogger("letterbox.cnx")
+PAUSED_PEEK_SECONDS = 1.0
+_GONE = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
 
 
 class ConnectionLimiter:
@@ -55,6 +62,8 @@ class Guarded(Protocol):
     remote: str
     closed: bool
 
+    transport: asyncio.Transport | None
+
     @property
     def connected(self) -> bool: ...  # CONNECT arrived
 
@@ -73,6 +82,7 @@ class ConnectionGuard:
         self._loop = asyncio.get_running_loop()
         self._frame_timer: asyncio.TimerHandle | None = None
         self._connect_timer: asyncio.TimerHandle | None = None
+        self._peek_timer: asyncio.TimerHandle | None = None
 
     # --- admission and time limits -------------------------------------------
     def admit(self, ip: str) -> bool:
@@ -114,14 +124,40 @@ class ConnectionGuard:
                         self.cnx.remote, self.frame_timeout, self._buffered)
             self.cnx.close()
 
+    def reading_paused(self, paused: bool) -> None:
+        """The transport stopped (True) or resumed (False) reading."""
+        if paused and self._peek_timer is None and not self.closed:
+            self._peek_timer = self._loop.call_later(PAUSED_PEEK_SECONDS, self._peek)
+        elif not paused and self._peek_timer is not None:
+            self._peek_timer.cancel()
+            self._peek_timer = None
+
+    def _peek(self) -> None:
+        self._peek_timer = None
+        if self.closed or self.cnx.closed:
+            return
+        sock = self.cnx.transport.get_extra_info("socket") if self.cnx.transport is not None else None
+        if sock is not None and peer_gone(sock.fileno()):
+            log.info("closing connection from %s: the peer went away while it was not being read", self.cnx.remote)
+            self.cnx.close()
+            return
+        self._peek_timer = self._loop.call_later(PAUSED_PEEK_SECONDS, self._peek)
+
     # --- end -------------------------------------------------------------------
     def close(self) -> None:
         """The connection is gone: give back its count, stop its timers."""
         if self.closed:
             return
         self.closed = True
-        for timer in (self._frame_timer, self._connect_timer):
+        for timer in (self._frame_timer, self._connect_timer, self._peek_timer):
             if timer is not None:
                 timer.cancel()
         if self.ip is not None:
             self.limiter.release(self.ip)
+
+
+def peer_gone(fd: int) -> bool:
+    """Whether the socket's peer hung up or the socket is in error (without reading it)."""
+    poll = select.poll()
+    poll.register(fd, _GONE)
+    return any(events & _GONE for _, events in poll.poll(0))

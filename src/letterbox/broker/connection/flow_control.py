@@ -5,17 +5,26 @@
 #     receipted reach maxPendingPublishRequestsPerConnection, or their bytes plus the
 #     unfinished frame in the decoder exceed max_pending_bytes_per_connection; it resumes
 #     once both are back at half;
-#   * over all connections (PublishBuffer): while the bytes awaiting storage (every
-#     connection's unreceipted SENDs and unfinished frames) exceed
-#     maxMessagePublishBufferSizeInMB, every connection that adds a SEND pauses, and all of
-#     them resume once the total is back at half. A connection in the middle of a frame
-#     reads on until the frame is complete (else a frame larger than what is left could
-#     never finish, and nothing would ever come back under the limit), unless unfinished
-#     frames alone exceed the limit (many slow senders: the frame timeout ends them).
-# Invariants: PublishBuffer.total == the sum of `pending_bytes + buffered` over open
-# FlowControls, PublishBuffer.framing the sum of their `buffered`; a closed FlowControl
-# has given all of its bytes back and is not in `PublishBuffer.paused`; while `paused`, the connection's transport does not read
-# (ServerCnx.update_reading). Counting is O(1) per SEND: two integer updates, one comparison.
+#   * over all connections (PublishBuffer), shared fairly: while the bytes awaiting storage
+#     (every connection's unreceipted SENDs and unfinished frames) exceed
+#     maxMessagePublishBufferSizeInMB, a connection that adds a SEND pauses only if it holds
+#     more than its share (the limit divided by the connections holding bytes now), so a
+#     client sending little is served while others flood or stall; a paused connection
+#     resumes once it holds half its share or the total is back at half (one paused in the
+#     middle of a frame: once the total is back under the limit). A connection in
+#     the middle of a frame reads on until the frame is complete (else a frame larger than
+#     what is left could never finish, and nothing would ever come back under the limit),
+#     unless unfinished frames alone exceed the limit (many slow senders: the frame timeout
+#     ends them); even then a connection whose unfinished frame is the largest when it reads
+#     reads on, so that some frame always completes (and when one completes or is dropped,
+#     the largest paused one is woken). Beyond the limit the buffer so grows by at most one
+#     frame at a time.
+# Invariants: PublishBuffer.total == the sum of `held` over open FlowControls,
+# PublishBuffer.framing the sum of their `buffered`, PublishBuffer.holders the open
+# FlowControls with `held` > 0; a closed FlowControl has given all of its bytes back and is
+# not in `PublishBuffer.paused` nor `holders`; while `paused`, the connection's transport
+# does not read (ServerCnx.update_reading). Counting is O(1) per SEND: a few integer
+# updates, a set update, one comparison.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
@@ -43,6 +52,7 @@ class PublishBuffer:
         self.total = 0
         self.framing = 0  # the part of `total` that is unfinished frames
         self.paused: set[FlowControl] = set()
+        self.holders: set[FlowControl] = set()  # connections holding bytes now
         self.pauses_total = 0  # times any connection stopped being read
         self.global_pauses_total = 0  # ... of them while the global limit was exceeded
 
@@ -50,9 +60,25 @@ class PublishBuffer:
     def over(self) -> bool:
         return self.limit > 0 and self.total > self.limit
 
+    @property
+    def share(self) -> int:
+        """What one connection may hold while the total is over the limit."""
+        return self.limit // max(1, len(self.holders))
+
+    def leads(self, flow: FlowControl) -> bool:
+        """`flow` has the largest unfinished frame of all connections (one of them when
+        several are as large): it is not paused for unfinished frames."""
+        return flow.buffered > 0 and flow is max(self.holders, key=_buffered, default=None)
+
+    def frame_ended(self) -> None:
+        """A frame completed or was dropped: the largest one paused may read on now."""
+        waiting = [flow for flow in self.paused if flow.buffered > 0]
+        if waiting:
+            max(waiting, key=_buffered).update()
+
     def change(self, delta: int) -> None:
         self.total += delta
-        if delta < 0 and self.paused and self.total <= self.limit // 2:
+        if delta < 0 and self.paused and self.total <= self.limit:
             for flow in list(self.paused):
                 flow.update()
 
@@ -79,6 +105,7 @@ class FlowControl:
         self.pending_requests += requests
         self.pending_bytes += nbytes
         self.shared.total += nbytes
+        self._held_changed()
         if not self.paused and self._over(at_boundary=True):
             self._pause()
 
@@ -88,6 +115,7 @@ class FlowControl:
             return
         self.pending_requests -= requests
         self.pending_bytes -= nbytes
+        self._held_changed()
         self.shared.change(-nbytes)
         if self.paused and self._under_half():
             self._resume()
@@ -98,8 +126,22 @@ class FlowControl:
             return
         delta, self.buffered = nbytes - self.buffered, nbytes
         self.shared.framing += delta
+        self._held_changed()
         self.shared.change(delta)
         self.update()
+        if nbytes == 0 and self.shared.paused:
+            self.shared.frame_ended()
+
+    @property
+    def held(self) -> int:
+        """Bytes this connection holds of the broker: unreceipted SENDs and its unfinished frame."""
+        return self.pending_bytes + self.buffered
+
+    def _held_changed(self) -> None:
+        if self.pending_bytes + self.buffered > 0:
+            self.shared.holders.add(self)
+        else:
+            self.shared.holders.discard(self)
 
     def update(self) -> None:
         """Pause or resume reading after a count moved."""
@@ -115,7 +157,8 @@ class FlowControl:
         return (
             (self.max_requests > 0 and self.pending_requests >= self.max_requests)
             or self.pending_bytes + self.buffered > self.max_bytes
-            or (shared.over and (at_boundary or shared.framing > shared.limit))
+            or (shared.over and self.held > shared.share
+                and (at_boundary or (shared.framing > shared.limit and not shared.leads(self))))
         )
 
     def _under_half(self) -> bool:
@@ -123,7 +166,8 @@ class FlowControl:
         return (
             (self.max_requests <= 0 or self.pending_requests <= self.max_requests // 2)
             and self.pending_bytes + self.buffered <= self.max_bytes // 2
-            and (limit <= 0 or self.shared.total <= limit // 2)
+            and (limit <= 0 or self.shared.total <= limit // 2 or self.held <= self.shared.share // 2
+                 or (self.buffered > 0 and (not self.shared.over or self.shared.leads(self))))
         )
 
     def _pause(self) -> None:
@@ -147,6 +191,14 @@ class FlowControl:
             return
         self.closed = True
         self.shared.paused.discard(self)
+        self.shared.holders.discard(self)
         self.shared.framing -= self.buffered
         self.shared.change(-(self.pending_bytes + self.buffered))
+        unfinished = self.buffered
         self.pending_bytes = self.buffered = self.pending_requests = 0
+        if unfinished and self.shared.paused:
+            self.shared.frame_ended()
+
+
+def _buffered(flow: FlowControl) -> int:
+    return flow.buffered

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
+from letterbox.broker.connection import heap_trim
 from letterbox.broker.connection.connection_guard import ConnectionGuard
 from letterbox.broker.connection.flow_control import FlowControl
 from letterbox.errors import LetterboxError, ServerError
@@ -124,18 +125,16 @@ class ServerCnx(asyncio.Protocol):
         reading = not (self.input_held or self.flow.paused)
         if reading != self._reading and self.transport is not None and not self.closed:
             self._reading = reading
-            if reading:
-                self.transport.resume_reading()
-            else:
-                self.transport.pause_reading()
+            (self.transport.resume_reading if reading else self.transport.pause_reading)()
+            self.guard.reading_paused(not reading)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.guard.close()
+        heap_trim.after_free(max(self.flow.held, self.proto.buffered))
         self.flow.close()
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-        for timer in (self.refresh_timer, self.refusal_timer):
+        self.proto.release()  # an unfinished frame's bytes go now, not when the cycle is collected
+        for timer in (self._keepalive, self.refresh_timer, self.refusal_timer):
             if timer is not None:
                 timer.cancel()
         self.service.connections.discard(self)

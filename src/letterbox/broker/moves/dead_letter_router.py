@@ -20,15 +20,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from letterbox import failure
+from letterbox.broker.moves.failure_events import publish_failure_event
 from letterbox.broker.moves.move_transaction import MoveTransaction, refuse_terminated
 from letterbox.broker.moves.moved_entry import SchemaMap, build_raw_moved_entry
 from letterbox.errors import NotAllowed
 from letterbox.failure import PolicyError, dead_letter_target
+from letterbox.failure.events import DEAD_LETTER as DEAD_LETTER_EVENT
+from letterbox.failure.events import PARK, TERMINATE, failure_event
 from letterbox.message_properties import (
     DEAD_LETTER_DESCRIPTION,
+    DELIVERY_COUNT,
+    FAILURE_DESCRIPTION,
+    PARKED_BEHIND,
     REAL_TOPIC,
     REASON_MAX_REDELIVERIES,
     REASON_PARKED_BEHIND,
+    REASON_TERMINATED,
+    origin_message_id,
 )
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
@@ -93,6 +101,7 @@ async def move_to_dead_letter(
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
     moved_ids: list[int] = []
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
+    events: list[tuple[int, int, dict[str, str]]] = []  # (entry, its DLQ entry id, stamps): failure events
     moved = 0
     carry = service.schemas.carry_from(source.name).to(target_name)  # small hook (parity): schema on the DLQ
     async with MoveTransaction(service, "dead_letter") as move:
@@ -111,6 +120,7 @@ async def move_to_dead_letter(
             dlq_entry_id = move.next_entry_id(target.ledger)
             prepared = _append_dead_letter(move, sub, entry, target.ledger, extra, producer_name, now, carry)
             moved_ids.append(eid)
+            events.append((eid, dlq_entry_id, extra))
             if prepared is not None:
                 poisoned.append((entry, dlq_entry_id))
                 moved += prepared[1]
@@ -123,8 +133,29 @@ async def move_to_dead_letter(
     for eid in moved_ids:
         sub.settle_acknowledged(eid)
     service.stats.dead_lettered(reason, moved, str(source.name), sub.name)
+    _publish_events(sub, target, reason, events, now)
     log.info("dead-lettered %d message(s) of %s/%s to %s (%s)", moved, source.name, sub.name, target_name, reason)
     return moved
+
+
+def _publish_events(sub: MovedSubscription, target: MovedTopic, reason: str,
+                    moved: list[tuple[int, int, dict[str, str]]], now: int) -> None:
+    """One failure event per moved entry (failure/events.py): terminate, park or dead-letter."""
+    source = sub.topic
+    kind = {REASON_TERMINATED: TERMINATE, REASON_PARKED_BEHIND: PARK}.get(reason, DEAD_LETTER_EVENT)
+    part = source.name.partition_index
+    for eid, dlq_eid, stamps in moved:
+        publish_failure_event(source.service, failure_event(
+            kind, time_ms=now, topic=str(source.name), subscription=sub.name,
+            message_id=origin_message_id(source.ledger.ledger_id, eid, part, -1), reason=reason,
+            description=stamps.get(FAILURE_DESCRIPTION), deliveryCount=_int(stamps.get(DELIVERY_COUNT)),
+            parkedBehind=stamps.get(PARKED_BEHIND), deadLetterTopic=str(target.name),
+            deadLetterMessageId=origin_message_id(target.ledger.ledger_id, dlq_eid, target.name.partition_index, -1),
+        ))
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def _dead_letter_ends(sub: MovedSubscription, dlq_topic: str | None, initial_subscription: str | None

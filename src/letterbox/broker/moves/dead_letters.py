@@ -1,6 +1,6 @@
 # Reading dead letter topics (letterbox extension): the messages of a DLQ
 # topic one by one (batches opened), which of them are still "live", filters
-# over them, and per-topic summaries. A message is live until a redrive or a
+# over them (summaries: dead_letter_groups.py). A message is live until a redrive or a
 # purge marks it handled; the marks are the acknowledgements of one internal
 # durable subscription on the DLQ topic, HANDLED_SUBSCRIPTION (per entry, or
 # per batch index), so they persist with the cursor and move atomically with
@@ -22,11 +22,10 @@ from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, topic_role
+from letterbox.failure import HANDLED_SUBSCRIPTION, TopicRole, fingerprint, topic_role
 from letterbox.message_properties import (
     DEAD_LETTER_REASON,
     DEAD_LETTER_TIME,
-    REAL_TOPIC,
     origin_message_id,
 )
 from letterbox.protocol import (
@@ -99,9 +98,12 @@ class DeadLetterFilter:
     before_ms: int | None = None  # DEAD_LETTER_TIME < before_ms
     key: str | None = None  # the message key (partition key) is exactly this
     message_ids: frozenset[str] | None = None  # only these DLQ message ids (ledger:entry:partition:batch)
+    group: str | None = None  # only this failure group (failure.fingerprint)
 
     def matches(self, dl: DeadLetter) -> bool:
         if self.message_ids is not None and dl.message_id not in self.message_ids:
+            return False
+        if self.group is not None and fingerprint(dl.properties) != self.group:
             return False
         if self.reason is not None and dl.properties.get(DEAD_LETTER_REASON) != self.reason:
             return False
@@ -210,6 +212,16 @@ def _key(key: str | bytes | None) -> dict[str, Any]:
     return {"key": None if key is None else as_text(key), "raw_key": key if isinstance(key, bytes) else None}
 
 
+def stored_message(topic: MovedTopic, entry_id: int, batch_index: int) -> DeadLetter | None:
+    """The message at (entry, batch index) of the topic as stored, handled or not (None when
+    the entry is gone or holds no such index)."""
+    entries = topic.ledger.read_entries(entry_id, 1)
+    if not entries or entries[0].position.entry_id != entry_id:
+        return None
+    found = entry_messages(entries[0], topic.name.partition_index, frozenset(), topic.service.config.max_message_size)
+    return next((m for m in found if m.batch_index == batch_index or batch_index < 0), None)
+
+
 def live_dead_letters(topic: MovedTopic, start_entry: int = 0) -> Iterator[DeadLetter]:
     """Messages of the topic not yet redriven or purged, in order, from `start_entry`."""
     partition = topic.name.partition_index
@@ -222,7 +234,7 @@ async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
                                   only_ids: frozenset[str] | None = None,
                                   containing: bytes | None = None) -> AsyncGenerator[DeadLetter, None]:
     """live_dead_letters for the admin views and the redrive's scans: an entry that
-    expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
+    is or expands past OFF_LOOP_BYTES is opened in a worker thread, and the loop is given
     back every SLICE_SECONDS, so walking a large DLQ never stalls the event loop.
     `only_ids` (message ids ledger:entry:partition:batch): only the entries they name are
     read, not the whole topic (the messages of those entries are all yielded).
@@ -237,14 +249,16 @@ async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
         if time.perf_counter() - since >= SLICE_SECONDS:
             await asyncio.sleep(0)
             since = time.perf_counter()
+        big = len(entry.data) > OFF_LOOP_BYTES  # large metadata is parsed off the loop too
         try:
-            meta = parse_entry_metadata(entry.data)
+            meta = await asyncio.to_thread(parse_entry_metadata, entry.data) if big \
+                else parse_entry_metadata(entry.data)
         except MalformedFrame:
             meta = None  # entry_messages reports it
         if containing is not None and meta is not None and _plain_properties(meta) \
                 and containing not in entry.data:
             continue
-        if meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES:
+        if big or (meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES):
             messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit)
         else:
             messages = entry_messages(entry, partition, skip, limit)
@@ -310,34 +324,3 @@ def is_dead_letter_topic(topic: MovedTopic) -> bool:
         return True
     first = next(live_dead_letters(topic), None)
     return first is not None and DEAD_LETTER_REASON in first.properties
-
-
-def summary(topic: MovedTopic) -> dict[str, object]:
-    by_reason: dict[str, int] = {}
-    sources: dict[str, int] = {}
-    total = 0
-    for dl in live_dead_letters(topic):
-        total += 1
-        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
-        source = dl.properties.get(REAL_TOPIC, "unknown")
-        sources[source] = sources.get(source, 0) + 1
-    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}
-
-
-async def summary_async(topic: MovedTopic) -> dict[str, object] | None:
-    """summary() of a dead letter topic for the admin view (large entries opened off the
-    event loop); None when the topic is not a dead letter topic."""
-    by_reason: dict[str, int] = {}
-    sources: dict[str, int] = {}
-    total = 0
-    async for dl in live_dead_letters_async(topic):
-        if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER \
-                and DEAD_LETTER_REASON not in dl.properties:
-            return None
-        total += 1
-        by_reason[dl.reason] = by_reason.get(dl.reason, 0) + 1
-        source = dl.properties.get(REAL_TOPIC, "unknown")
-        sources[source] = sources.get(source, 0) + 1
-    if total == 0 and topic_role(str(topic.name)) is not TopicRole.DEAD_LETTER:
-        return None
-    return {"topic": str(topic.name), "messages": total, "byReason": by_reason, "sourceTopics": sources}

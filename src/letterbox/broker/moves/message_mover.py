@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from letterbox.broker.moves.dead_letter_router import dead_letter_stamps
+from letterbox.broker.moves.failure_events import publish_failure_event
 from letterbox.broker.moves.move_transaction import MoveTransaction, refuse_terminated
 from letterbox.errors import NotAllowed, TopicNotFound
 from letterbox.failure import MAX_DELAY_MS
-from letterbox.message_properties import origin_message_id
+from letterbox.failure.events import DEAD_LETTER, TERMINATE, failure_event
+from letterbox.message_properties import REASON_TERMINATED, origin_message_id
 from letterbox.protocol import MalformedFrame
 from letterbox.protocol.compression import CompressionError
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -121,6 +123,14 @@ def _moved(sub: MovedSubscription, req: MoveRequest, cursor: ManagedCursor, pos:
     if req.dead_letter_reason:
         source.service.stats.dead_lettered(req.dead_letter_reason, count, str(source.name), sub.name)
     new_id = origin_message_id(pos.ledger_id, pos.entry_id, req.target.partition_index, -1)
+    if req.dead_letter_reason:  # a terminate (or another dead-letter move) through the admin move
+        kind = TERMINATE if req.dead_letter_reason == REASON_TERMINATED else DEAD_LETTER
+        publish_failure_event(source.service, failure_event(
+            kind, time_ms=source.service.clock.now_ms(), topic=str(source.name), subscription=sub.name,
+            message_id=origin_message_id(source.ledger.ledger_id, eid, source.name.partition_index,
+                                         req.batch_index),
+            reason=req.dead_letter_reason, description=req.description, deadLetterTopic=str(req.target),
+            deadLetterMessageId=new_id))
     log.debug("moved %s:%d of %s/%s to %s as %s", eid, req.batch_index, source.name, sub.name, req.target, new_id)
     return MoveResult(moved=True, message_id=new_id)
 

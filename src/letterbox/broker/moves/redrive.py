@@ -26,17 +26,22 @@
 # message goes back to the topic AND subscription it died in; the same chunk
 # transaction acknowledges the new entry on every other durable cursor of that
 # topic, so only that subscription receives it again.
+# Edit-and-replay (RedriveRequest.edit, failure/edits.py): each message is changed as it is
+# appended, in the same chunk transaction; an edit that does not apply to a matching message
+# refuses the whole redrive up front (check), before anything moved.
 # A redrive task (redrive_tasks.py) passes a ChunkProgress: its record is
 # written in each chunk's transaction, so its counts are exact after a crash.
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from letterbox.broker.moves.dead_letter_purge import purge
 from letterbox.broker.moves.dead_letters import DeadLetter
+from letterbox.broker.moves.failure_events import publish_failure_event
 from letterbox.broker.moves.move_transaction import MoveTransaction
 from letterbox.broker.moves.redrive_entries import handled_cursor, mark_handled, redriven_entry
 from letterbox.broker.moves.redrive_locks import (
@@ -60,6 +65,14 @@ from letterbox.broker.moves.redrive_scan import (
 )
 from letterbox.broker.moves.redrive_targets import SubscriptionTarget, other_cursors, target_topic
 from letterbox.errors import NotAllowed
+from letterbox.failure.events import EDIT, REDRIVE, failure_event
+from letterbox.message_properties import (
+    DEAD_LETTER_REASON,
+    DEAD_LETTER_SUBSCRIPTION,
+    ORIGIN_MESSAGE_ID,
+    REAL_TOPIC,
+    origin_message_id,
+)
 from letterbox.storage.managed_cursor import ManagedCursor
 from letterbox.topic_name import TopicName
 
@@ -103,6 +116,8 @@ async def check(topic: MovedTopic, req: RedriveRequest) -> Survey:
     async with dlq_lock(topic):
         check_dead_letter_topic(topic)
         found = await survey(topic, req)
+        if found.edit_refused is not None:
+            raise NotAllowed(f"{found.edit_refused}; nothing was redriven")
         if not req.dry_run and (req.subscription_only or found.redrivable):
             check_targets(topic, req, found)
         return found
@@ -211,10 +226,13 @@ async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
         producer_name = f"{topic.name}-letterbox-redrive"
         now = service.clock.now_ms()
         schemas = service.schemas.carry_from(topic.name)  # small hook (parity): schemas on the targets
+        events: list[dict[str, Any]] = []
         for dl, name, sub in chunk:
             target = targets[str(name)]
-            data = redriven_entry(dl, producer_name, move.next_entry_id(target.ledger), now, schemas.to(target.name))
+            new_id = move.next_entry_id(target.ledger)
+            data = redriven_entry(dl, producer_name, new_id, now, schemas.to(target.name), req.edit, req.editor)
             appended = move.append(target.ledger, data, 1, now)
+            events.append(_redrive_event(topic, dl, target, new_id, sub, now, req))
             if sub is not None:
                 for other in others[(str(name), sub.subscription)]:
                     move.ack_appended(other, appended)
@@ -228,4 +246,24 @@ async def _move_one_chunk(topic: MovedTopic, req: RedriveRequest, size: int,
         await move.commit(f"{len(chunk)} dead letters of {topic.name}")  # redriven: counted as published
     if progress is not None:
         progress.committed(len(chunk), last)
+    for event in events:  # after the commit, in the order the messages moved
+        publish_failure_event(service, event)
     return len(chunk), last
+
+
+def _redrive_event(dlq: MovedTopic, dl: DeadLetter, target: MovedTopic, new_entry: int,
+                   sub: SubscriptionTarget | None, now: int, req: RedriveRequest) -> dict[str, Any]:
+    """The failure event of one redriven message (an edit when the redrive changed it); its
+    topic and subscription are where it failed (REAL_TOPIC, DEAD_LETTER_SUBSCRIPTION)."""
+    props = dl.properties
+    source = props.get(REAL_TOPIC) or str(target.name)
+    new_id = origin_message_id(target.ledger.ledger_id, new_entry, target.name.partition_index, -1)
+    return failure_event(
+        EDIT if req.edit is not None else REDRIVE, time_ms=now, topic=source,
+        subscription=sub.subscription if sub is not None else props.get(DEAD_LETTER_SUBSCRIPTION),
+        message_id=props.get(ORIGIN_MESSAGE_ID), reason=props.get(DEAD_LETTER_REASON),
+        deadLetterTopic=str(dlq.name), deadLetterMessageId=dl.message_id, target=str(target.name),
+        newMessageId=new_id, by=req.editor if req.edit is not None else None,
+        oldPayloadSha256=hashlib.sha256(dl.payload).hexdigest() if req.edit is not None else None,
+        changes=req.edit.changes() if req.edit is not None else None,
+    )

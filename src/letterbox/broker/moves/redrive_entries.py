@@ -1,7 +1,8 @@
 # The two halves of moving a dead letter out of its DLQ, shared by redrive and
 # purge (redrive.py): the entry a redriven message becomes (a fresh message:
 # payload, key, ordering key, event time, schema version, the user's properties
-# and its origin; no dead-letter or retry stamps), and the "handled" marks on
+# and its origin; no dead-letter or retry stamps; with an edit (failure.edits) its new payload
+# and properties and EDIT_LOG naming who, when and the old payload's hash), and the "handled" marks on
 # the DLQ's internal cursor (per entry, or per batch index), recorded in the
 # caller's transaction.
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from letterbox.broker.moves.dead_letters import handled_subscription
 from letterbox.errors import NotAllowed
 from letterbox.failure import REDRIVE_REMOVES, redriven_properties
+from letterbox.failure.edits import MessageEdit, edit_log, edited_payload, edited_properties
+from letterbox.message_properties import EDIT_LOG
 from letterbox.protocol import build_headers_and_payload, pb
 from letterbox.protocol.text_fields import as_text, raw_key_value, raw_string_field
 from letterbox.storage.managed_cursor import ManagedCursor
@@ -57,16 +60,28 @@ def handled_cursor(topic: MovedTopic) -> ManagedCursor:
 
 
 def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: int,
-                   schema: Callable[[bytes], bytes | None] | None = None) -> bytes:
-    """`schema`: the target's schema version for the DLQ's (a SchemaCarry); None keeps it."""
+                   schema: Callable[[bytes], bytes | None] | None = None,
+                   edit: MessageEdit | None = None, editor: str | None = None) -> bytes:
+    """`schema`: the target's schema version for the DLQ's (a SchemaCarry); None keeps it.
+    `edit`: the change to make (by role `editor`); EditError when it does not apply to `dl`."""
     meta = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=now)
     raw = b""  # a key or properties that are not UTF-8, appended as they were stored
     escaped = {as_text(k) for k, _ in dl.raw_properties}
-    for k, v in redriven_properties(dl.properties).items():
+    props = redriven_properties(dl.properties)
+    payload = dl.payload
+    if edit is not None:
+        payload = edited_payload(dl.payload, edit, dl.message_id)
+        props = edited_properties(props, edit)
+        props[EDIT_LOG] = edit_log(dl.properties.get(EDIT_LOG), by=editor, at_ms=now, old=dl.payload, new=payload,
+                                   original=dl.message_id, edit=edit)
+        escaped -= set(edit.set_properties) | {EDIT_LOG}  # set anew: written as text
+    for k, v in props.items():
         if k not in escaped:
             meta.properties.add(key=k, value=v)
+    touched = set(edit.set_properties) | edit.remove_properties if edit is not None else set()
     for raw_k, raw_v in dl.raw_properties:
-        if as_text(raw_k) not in REDRIVE_REMOVES:  # (stamps are text: a raw pair is the user's)
+        key = as_text(raw_k)
+        if key not in REDRIVE_REMOVES and key not in touched and key != EDIT_LOG:  # (stamps are text)
             raw += raw_key_value(_PROPERTIES, raw_k, raw_v)
     if dl.raw_key is not None:
         raw += raw_string_field(_PARTITION_KEY, dl.raw_key)
@@ -87,7 +102,7 @@ def redriven_entry(dl: DeadLetter, producer_name: str, sequence_id: int, now: in
         version = schema(version)
     if version is not None:
         meta.schema_version = version
-    return build_headers_and_payload(meta.SerializeToString() + raw if raw else meta, dl.payload)
+    return build_headers_and_payload(meta.SerializeToString() + raw if raw else meta, payload)
 
 
 def mark_handled(move: MoveTransaction, cursor: ManagedCursor, chunk: Sequence[Position]) -> None:

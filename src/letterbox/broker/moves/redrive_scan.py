@@ -34,6 +34,7 @@ from letterbox.broker.moves.redrive_targets import (
     target_refusal,
 )
 from letterbox.errors import NotAllowed, TopicNotFound
+from letterbox.failure.edits import EditError, MessageEdit, edited_payload
 from letterbox.message_properties import REAL_TOPIC
 from letterbox.topic_name import TopicName
 
@@ -57,6 +58,9 @@ class RedriveRequest:
     # the caller's right to write a target, asked per message as it moves (a message that
     # arrives during the redrive with another REAL_TOPIC is checked too); None: no check
     may_write: Callable[[TopicName], bool] | None = None
+    # edit-and-replay: the change made to each message on its way back, by role `editor`
+    edit: MessageEdit | None = None
+    editor: str | None = None
 
 
 @dataclass
@@ -67,6 +71,7 @@ class Survey:
     redrivable: int = 0  # of those, the ones the redrive would move now
     targets: set[TopicName] = field(default_factory=set)  # where those go (plain redrive)
     problems: dict[str, int] = field(default_factory=dict)  # subscription-only: why not, how many
+    edit_refused: str | None = None  # an edit: why it does not apply to the first message it fails on
 
 
 def check_dead_letter_topic(topic: MovedTopic) -> None:
@@ -150,6 +155,11 @@ async def survey(topic: MovedTopic, req: RedriveRequest) -> Survey:
                 if name is not None:
                     out.redrivable += 1
                     out.targets.add(name)
+            if req.edit is not None and out.edit_refused is None:
+                try:
+                    edited_payload(dl.payload, req.edit, dl.message_id)
+                except EditError as exc:
+                    out.edit_refused = str(exc)
     return out
 
 

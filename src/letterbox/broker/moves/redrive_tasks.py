@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from letterbox.broker.moves import redrive as rd
 from letterbox.broker.moves.dead_letters import DeadLetterFilter
 from letterbox.errors import LetterboxError
+from letterbox.failure.edits import edit_of
 from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -49,11 +50,12 @@ def spec_of(req: rd.RedriveRequest) -> dict[str, Any]:
     f = req.filter
     return {
         "reason": f.reason, "properties": dict(f.properties), "deadLetteredAfter": f.after_ms,
-        "deadLetteredBefore": f.before_ms, "key": f.key,
+        "deadLetteredBefore": f.before_ms, "key": f.key, "group": f.group,
         "messageIds": sorted(f.message_ids) if f.message_ids is not None else None,
         "target": str(req.target) if req.target is not None else None,
         "subscriptionOnly": req.subscription_only, "maxMessages": req.max_messages,
         "ratePerSecond": req.rate_per_second,
+        "edit": req.edit.to_json() if req.edit is not None else None, "editedBy": req.editor,
     }
 
 
@@ -64,10 +66,12 @@ def request_of(spec: dict[str, Any]) -> rd.RedriveRequest:
             reason=spec.get("reason"), properties=dict(spec.get("properties") or {}),
             after_ms=spec.get("deadLetteredAfter"), before_ms=spec.get("deadLetteredBefore"),
             key=spec.get("key"), message_ids=frozenset(ids) if ids is not None else None,
+            group=spec.get("group"),
         ),
         target=TopicName.parse(spec["target"]) if spec.get("target") else None,
         max_messages=spec.get("maxMessages"), rate_per_second=spec.get("ratePerSecond"),
         subscription_only=bool(spec.get("subscriptionOnly")),
+        edit=edit_of(spec["edit"]) if spec.get("edit") else None, editor=spec.get("editedBy"),
     )
 
 
@@ -116,7 +120,7 @@ class RedriveTask:
                 left = min(left, max(spec["maxMessages"] - self.moved, 0))
             remaining, estimated = left, True
         filters = {k: spec[k] for k in ("reason", "properties", "deadLetteredAfter", "deadLetteredBefore",
-                                        "key", "messageIds") if spec.get(k)}
+                                        "key", "group", "messageIds") if spec.get(k)}
         return {
             "taskId": self.id, "dlq": self.dlq, "state": self.state, "moved": self.moved,
             "skipped": self.skipped, "remaining": remaining, "remainingEstimated": estimated,
@@ -124,6 +128,7 @@ class RedriveTask:
             "maxMessages": spec.get("maxMessages"), "ratePerSecond": spec.get("ratePerSecond"),
             "background": self.persistent, "createdAt": self.created_ms, "updatedAt": self.updated_ms,
             "endedAt": self.ended_ms, "error": self.error, "restarts": self.restarts,
+            "edit": spec.get("edit"), "editedBy": spec.get("editedBy"),
         }
 
 

@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from letterbox.failure import Backoff, DeadLetterPolicy, FailurePolicy, PolicyOrigin
+from letterbox.failure import Backoff, DeadLetterPolicy, FailurePolicy, PolicyError, PolicyOrigin
+from letterbox.failure.events import FailureEventsPolicy
 from letterbox.failure.limits import MAX_BACKOFF_MULTIPLIER, MAX_DELAY_MS
 from letterbox.failure.policies import KeyFailure
 
@@ -31,6 +32,7 @@ RETENTION = "retention_policies"
 TTL = "message_ttl_in_seconds"
 DEAD_LETTER = "letterbox_dead_letter_policy"
 BACKOFF = "letterbox_redelivery_backoff"
+FAILURE_EVENTS = "letterbox_failure_events"  # failure/events.py: the namespace's failure events topic
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class NamespacePolicies:
     retention_size_mb: int | None = None
     ttl_seconds: int | None = None
     subscription: FailurePolicy = field(default_factory=lambda: FailurePolicy(origin=PolicyOrigin.NAMESPACE))
+    failure_events: FailureEventsPolicy = field(default_factory=FailureEventsPolicy)
 
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> NamespacePolicies:
@@ -66,7 +69,18 @@ class NamespacePolicies:
             ttl_seconds=doc.get(TTL),
             subscription=FailurePolicy(dead_letter, backoff, origin=PolicyOrigin.NAMESPACE,
                                        on_key_failure=_key_failure(dl)),
+            failure_events=_failure_events(doc.get(FAILURE_EVENTS)),
         )
+
+
+def _failure_events(value: Any) -> FailureEventsPolicy:
+    """The stored failure events policy; one that no longer reads (edited by hand): off."""
+    if not value:
+        return FailureEventsPolicy()
+    try:
+        return FailureEventsPolicy.from_json(value)
+    except PolicyError:
+        return FailureEventsPolicy()
 
 
 def _key_failure(dl: dict[str, Any] | None) -> KeyFailure:

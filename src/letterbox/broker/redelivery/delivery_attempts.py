@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from letterbox.broker.moves.failure_events import publish_failure_event
 from letterbox.failure import Event, RedeliverAll
 from letterbox.failure.attempts import (
     EXPIRED,
+    NACK,
     TERMINATED,
     Attempt,
     clip_name,
@@ -35,7 +37,9 @@ from letterbox.failure.attempts import (
     last_reason,
 )
 from letterbox.failure.consumer_properties import ANNOUNCES_FAILURES
-from letterbox.message_properties import REASON_EXPIRED, REASON_TERMINATED
+from letterbox.failure.events import NACK as NACK_EVENT
+from letterbox.failure.events import failure_event
+from letterbox.message_properties import REASON_EXPIRED, REASON_TERMINATED, origin_message_id
 
 if TYPE_CHECKING:
     from letterbox.broker.redelivery.tracked import TrackedConsumer, TrackedSubscription
@@ -89,6 +93,12 @@ class DeliveryAttempts:
             t = times.get(eid)
             rows.append((eid, (t[1] if t is not None else 0, now, name, address, ending, reason)))
         cursor.add_attempts(rows, limit)
+        for eid, row in rows:  # a nack with the client's reason: a failure event (if the namespace opted in)
+            if row[4] == NACK and row[5] is not None:
+                publish_failure_event(sub.topic.service, failure_event(
+                    NACK_EVENT, time_ms=now, topic=str(sub.topic.name), subscription=sub.name,
+                    message_id=origin_message_id(sub.topic.ledger.ledger_id, eid, sub.topic.name.partition_index, -1),
+                    reason=row[5], consumer=name))
 
     # --- reading ----------------------------------------------------------------------
     def attempts(self, entry_id: int, batch_index: int | None = None) -> list[Attempt]:

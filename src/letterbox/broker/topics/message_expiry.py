@@ -15,6 +15,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from letterbox.failure.events import is_failure_events_topic
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class MessageExpiryMonitor:
         expired = 0
         for topic in self.service.loaded_persistent_topics():
             ttl = policies.get(topic.name.namespace_name).ttl_seconds
-            if not ttl or ttl <= 0:
+            if not ttl or ttl <= 0 or is_failure_events_topic(str(topic.name)):  # events keep their own retention
                 continue
             for sub in list(topic.subscriptions.values()):
                 if sub.durable:

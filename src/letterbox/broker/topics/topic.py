@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from letterbox.broker.topics.producer import (
 from letterbox.broker.topics.subscription import Subscription
 from letterbox.errors import ConsumerBusy, NotAllowed, ProducerBusy, ProducerFenced
 from letterbox.failure import FailurePolicy
+from letterbox.failure.events import is_failure_events_topic
 from letterbox.storage.append_run import reserve_row
 from letterbox.storage.entry import UNREAD
 from letterbox.storage.position import Position
@@ -195,6 +197,11 @@ class PersistentTopic(Topic):
         self._deduplication = policies.deduplication(ns)
         self.namespace_subscription_policy = policies.subscription_policy(ns)
         self.limits = limits_for(self.service, self.name)
+        if is_failure_events_topic(str(self.name)):  # its own retention; no quota, no DLQ policy
+            events = policies.get(ns).failure_events
+            self.ledger.retention_ms, self.ledger.retention_bytes = events.retention_ms, events.retention_bytes
+            self.namespace_subscription_policy = FailurePolicy()
+            self.limits = dataclasses.replace(self.limits, backlog_quota=None)
         backlog_quota.attach(self)
         if self.service.config.pulsar_compatible_only:  # no broker-side dead-letter/backoff policy
             self.namespace_subscription_policy = FailurePolicy()

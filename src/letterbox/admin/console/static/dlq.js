@@ -1,6 +1,7 @@
-// The dead letter topic view: counts by reason and source (the broker's summary of every live
-// dead letter) and over time (of the listed ones), a searchable, paginated list (each dead
-// letter with its failure description, times to the millisecond), and the
+// The dead letter topic view: its failure groups first (groups.js), counts by reason and source
+// (the broker's summary of every live dead letter) and over time (of the listed ones), a
+// searchable, paginated list (each dead letter with its failure description, times to the
+// millisecond), and the
 // redrive / purge actions on the selected or the filtered messages.
 // The list holds the oldest LIST_LIMIT live dead letters (the reason filter is applied by the
 // broker, key and text filters here); "filtered" actions send the reason filter when it is the
@@ -9,6 +10,7 @@ import { api, paths } from "./api.js";
 import { barChart, columnChart, timeBuckets } from "./chart.js";
 import { append, clear, errorBox, fmtNum, h, nsCrumbs, setCrumbs, table, td } from "./dom.js";
 import { failureDescription, fmtTime, preview } from "./format.js";
+import { groupsSection } from "./groups.js";
 import { purgeFlow, redriveFlow, watchTask } from "./redrive.js";
 
 export const LIST_LIMIT = 1000;
@@ -33,8 +35,9 @@ export async function dlqView(root, tenant, ns, topic) {
   const progress = h("div", { id: "progress-host" });
   const errors = h("div", { id: "action-errors" });
   const listHost = h("div", { id: "list-host" });
-  root.append(h("h1", {}, `Dead letters of ${tenant}/${ns}/${topic}`), summaryHost, h("h2", {}, "Messages"),
-    toolbar, actions, errors, progress, listHost);
+  const groups = groupsSection(base, tenant, ns, topic, () => reload().catch(showError));
+  root.append(h("h1", {}, `Dead letters of ${tenant}/${ns}/${topic}`), groups.host, summaryHost,
+    h("h2", {}, "Messages"), toolbar, actions, errors, progress, listHost);
   let messages = [];
 
   const reload = async () => {

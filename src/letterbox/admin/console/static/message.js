@@ -1,7 +1,7 @@
 // One dead letter in full, in the order of triage: why it failed (reason and description) on top,
-// its fields, its delivery attempts (the first table under them), the payload as text / JSON /
-// hex, and every raw property last and collapsed (epoch times shown as times); redrive / purge
-// of just this message.
+// its fields, its delivery attempts (the first table under them), its edits (EDIT_LOG) when it was
+// redriven with a change, the payload as text / JSON / hex, and every raw property last and
+// collapsed (epoch times shown as times); redrive / purge of just this message.
 import { api, paths, splitTopic } from "./api.js";
 import { clear, errorBox, h, nsCrumbs, setCrumbs, table, td } from "./dom.js";
 import { LIST_LIMIT, messageCache, shortTopic } from "./dlq.js";
@@ -71,6 +71,13 @@ export async function messageView(root, tenant, ns, topic, id) {
       table(["property", "value"], props.map(([k, v]) => h("tr", {}, td(k, { class: "nowrap" }),
         td(isEpochProperty(k, v) ? `${fmtTime(v)} (${v})` : v, { class: "raw" }))), { id: "message-properties" })));
   clear(attemptsHost).append(await attemptsPanel(p));
+  const edits = parseAttempts(p.EDIT_LOG); // edit-and-replay: who changed it, when, the old payload's hash
+  if (edits.length) {
+    attemptsHost.after(h("h2", {}, "Edits"), table(["edited", "by", "old payload sha256", "changes", "original"],
+      edits.map((e) => h("tr", { class: "edit" }, td(fmtTime(e.at)), td(e.by || "–"),
+        td(h("code", {}, String(e.oldPayloadSha256 || "–"))), td((e.changes || []).join(", ")),
+        td(String(e.original || "–")))), { id: "edits" }));
+  }
   return null;
 }
 

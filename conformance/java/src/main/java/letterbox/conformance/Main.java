@@ -65,6 +65,7 @@ public final class Main {
         }
         List<String> names = new ArrayList<>(all.keySet());
         if (opts.containsKey("only")) {
+            FailureEventScenarios.register(all); // letterbox's own: run when named, never listed
             names = new ArrayList<>();
             for (String n : opts.get("only").split(",")) {
                 n = n.trim();
