@@ -137,10 +137,12 @@ def test_stamps_table() -> None:
         **dead_letter_stamps("terminated", 9, "s", 4, 1, 2, "why",
                              attempts=[Attempt(1, 2, "c", "127.0.0.1:1", "terminated", "why")]),
         mp.PARKED_BEHIND: "1:1:-1:-1",  # the ordered quarantine's park adds it to a dead letter
+        mp.EDIT_LOG: "[]",  # an edit-and-replay redrive's audit, kept by every later move
     }
     assert set(props) - {"user"} == FAILURE_KEYS  # every stamp a move can add is in the table
     assert redriven_properties(props) == {
-        "user": "1", mp.REAL_TOPIC: "t", mp.ORIGIN_MESSAGE_ID: "1:2:-1:-1", mp.ORIGIN_PUBLISH_TIME: "5"}
+        "user": "1", mp.REAL_TOPIC: "t", mp.ORIGIN_MESSAGE_ID: "1:2:-1:-1", mp.ORIGIN_PUBLISH_TIME: "5",
+        mp.EDIT_LOG: "[]"}
     assert user_properties(props) == {"user": "1"}
     assert {mp.RECONSUMETIMES, mp.DELAY_TIME, mp.RETRY_TOPIC, mp.DEAD_LETTER_REASON} <= REDRIVE_REMOVES
     assert reconsume_times(props) == 3
