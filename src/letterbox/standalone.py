@@ -1,6 +1,9 @@
 # A standalone letterbox: the broker (BrokerService) and its admin HTTP server
 # started and stopped together. This module sits above both the broker and
 # the admin package, so the broker never imports the admin package.
+# The admin package (and aiohttp under it, the largest import of a broker) is
+# imported only when an admin server starts: an embedded test broker
+# (letterbox.testing) starts its admin server on first use.
 # Invariants: the admin server starts only after the broker listens, and it
 # stops before the broker does; a failed admin start stops the broker again.
 from __future__ import annotations
@@ -9,11 +12,14 @@ import asyncio
 import gc
 import logging
 import signal
+from typing import TYPE_CHECKING
 
-from letterbox.admin.server import AdminServer
 from letterbox.broker import BrokerService
 from letterbox.config import BrokerConfig
 from letterbox.security.tls import server_context
+
+if TYPE_CHECKING:
+    from letterbox.admin import AdminServer
 
 log = logging.getLogger("letterbox")
 
@@ -34,19 +40,30 @@ class Standalone:
     def admin_port(self) -> int:
         return self.admin.port if self.admin is not None else 0
 
-    async def start(self) -> None:
-        """Start the broker, then the admin HTTP server on config.bind:config.admin_port
-        (0 = a free port). If the admin server cannot start, the broker is stopped again."""
+    async def start(self, *, with_admin: bool = True) -> None:
+        """Start the broker, then (unless with_admin is false: start_admin() later) the admin
+        HTTP server on config.bind:config.admin_port (0 = a free port). If the admin server
+        cannot start, the broker is stopped again."""
         await self.service.start()
-        admin = AdminServer(self.service)
-        cfg = self.config
+        if not with_admin:
+            return
         try:
-            if cfg.admin_port is not None or cfg.web_service_port_tls is not None:
-                ctx = server_context(cfg) if cfg.web_service_port_tls is not None else None
-                await admin.start(cfg.bind, cfg.admin_port, cfg.web_service_port_tls, ctx)
+            await self.start_admin()
         except BaseException:
             await self.service.stop()
             raise
+
+    async def start_admin(self) -> None:
+        """Start the admin HTTP server of a started broker (nothing if it runs already)."""
+        if self.admin is not None:
+            return
+        from letterbox.admin import AdminServer  # aiohttp: only where an admin server runs
+
+        admin = AdminServer(self.service)
+        cfg = self.config
+        if cfg.admin_port is not None or cfg.web_service_port_tls is not None:
+            ctx = server_context(cfg) if cfg.web_service_port_tls is not None else None
+            await admin.start(cfg.bind, cfg.admin_port, cfg.web_service_port_tls, ctx)
         self.admin = admin
 
     async def stop(self) -> None:

@@ -48,9 +48,25 @@ def test_manual_clock_and_clean_up(embedded: bool) -> None:
         client.create_producer("testing-clean-up")
 
 
-def test_the_real_clock_refuses_to_be_read_as_manual() -> None:
-    with Broker(embedded=True) as broker, pytest.raises(ManualClockError, match="real clock"):
-        broker.clock.now()
+@pytest.mark.parametrize("embedded", [True, False])
+def test_the_real_clock_refuses_to_be_read_or_moved_as_manual(embedded: bool) -> None:
+    with Broker(embedded=embedded) as broker:
+        with pytest.raises(ManualClockError, match="real clock"):
+            broker.clock.now()
+        with pytest.raises(ManualClockError, match="real clock"):
+            broker.clock.advance(timedelta(minutes=1))
+
+
+def test_an_embedded_broker_starts_its_admin_server_on_first_use() -> None:
+    """The clock is moved on the broker's own loop; admin_url starts the admin server, whose
+    clock route then answers the same time."""
+    with Broker(embedded=True, clock="manual") as broker:
+        moved = broker.clock.advance(timedelta(hours=1))
+        assert "admin on http" not in broker.log()
+        state = broker.admin("GET", "/admin/v2/letterbox/clock")
+        assert (state["clock"], state["nowMs"]) == ("manual", int(moved.timestamp() * 1000))
+        assert f"admin on http://127.0.0.1:{broker.admin_port} (started on first use)" in broker.log()
+        assert broker.clock.advance(1000) - moved == timedelta(seconds=1)
 
 
 def test_a_given_data_dir_is_kept(tmp_path: Path) -> None:

@@ -42,6 +42,52 @@ def test_dead_lettered_after_three_retries_on_the_manual_clock(pytester: pytest.
     result.assert_outcomes(passed=1)
 
 
+def test_the_plugin_costs_a_run_without_the_broker_no_broker_import(pytester: pytest.Pytester) -> None:
+    """pytest loads the plugin in every run of a project that has letterbox installed."""
+    pytester.makepyfile(test_plain='''
+import sys
+
+def test_plain():
+    assert "letterbox.testing.pytest_plugin" in sys.modules
+    assert [m for m in ("letterbox.broker", "letterbox.testing.broker", "aiohttp") if m in sys.modules] == []
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_clock_and_a_client_need_no_admin_server(pytester: pytest.Pytester) -> None:
+    """The embedded session broker starts without its admin server (and aiohttp) and, with
+    no token authentication, without PyJWT: a test of the clock and a client does not pay
+    for them; the start-up objects are frozen out of the
+    collector. Asking for admin_url starts it. pytest rewrites the asserts of the plugin's
+    package only, not of the whole letterbox distribution."""
+    pytester.makepyfile(test_lean='''
+import gc
+import sys
+from datetime import timedelta
+
+def test_lean(letterbox_broker, letterbox_client, letterbox_topic, letterbox_clock):
+    letterbox_client.create_producer(letterbox_topic).send(b"x")
+    before = letterbox_clock.now()
+    assert letterbox_clock.advance(timedelta(minutes=10)) - before == timedelta(minutes=10)
+    assert [m for m in ("aiohttp", "jwt") if m in sys.modules] == []  # no admin server, no tokens
+    assert "admin on http" not in letterbox_broker.log()
+    assert gc.get_freeze_count() > 0
+
+def test_admin_on_first_use(letterbox_broker, letterbox_clock):
+    assert letterbox_broker.admin("GET", "/admin/v2/letterbox/clock")["nowMs"] == letterbox_clock.now_ms()
+    assert f"admin on http://127.0.0.1:{letterbox_broker.admin_port} (started on first use)" in letterbox_broker.log()
+
+def test_only_the_plugin_is_assertion_rewritten(letterbox_broker):
+    def loader(module):
+        return type(sys.modules[module].__loader__).__name__
+    assert loader("letterbox.testing.broker") == "AssertionRewritingHook"
+    assert loader("letterbox.broker.service") != "AssertionRewritingHook"
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+
+
 def test_the_retries_wait_for_the_clock(pytester: pytest.Pytester) -> None:
     """Without the advances the message is not redelivered: the user's test fails on the
     first receive after the nack, and the report carries the broker's log."""

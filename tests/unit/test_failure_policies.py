@@ -137,7 +137,7 @@ def test_stamps_table() -> None:
         **dead_letter_stamps("terminated", 9, "s", 4, 1, 2, "why",
                              attempts=[Attempt(1, 2, "c", "127.0.0.1:1", "terminated", "why", "ValueError", "0123abcd4567")]),
         mp.PARKED_BEHIND: "1:1:-1:-1",  # the ordered quarantine's park adds it to a dead letter
-        mp.EDIT_LOG: "[]",  # an edited redrive adds it
+        mp.EDIT_LOG: "[]",  # an edit-and-replay redrive's audit, kept by every later move
     }
     assert set(props) - {"user"} == FAILURE_KEYS  # every stamp a move can add is in the table
     assert redriven_properties(props) == {

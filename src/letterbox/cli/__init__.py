@@ -15,10 +15,10 @@ from letterbox.config import BrokerConfig, ConfigError
 from letterbox.security.pulsar_config import PulsarConfigError, read_pulsar_config
 from letterbox.storage.data_dir_lock import DataDirLock
 from letterbox.storage.errors import DataDirDamaged
-from letterbox.usage_errors import OneLineUsageError
+from letterbox.usage_errors import OneLineCommand, OneLineUsageError
 
 
-@click.group()
+@click.group(cls=OneLineCommand)
 @click.version_option(package_name="letterbox-broker")
 def main() -> None:
     """letterbox: a Pulsar-protocol message broker built around failure handling."""

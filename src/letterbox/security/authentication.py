@@ -11,15 +11,14 @@
 # role or raises AuthenticationFailed whose message says why (unknown
 # signature, expired, no such user, wrong password...) and never includes the
 # secret itself; with no credentials the result is anonymous_user_role or a
-# refusal.
+# refusal. PyJWT (cryptography.x509 under it, half of a broker's import time)
+# is imported by the first token check: a broker without tokens never needs it.
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import jwt
 
 from letterbox.config import ConfigError
 from letterbox.errors import LetterboxError, ServerError
@@ -123,6 +122,8 @@ class AuthenticationService:
         return Session(role, "token", float(exp) if isinstance(exp, int | float) else None)
 
     def _verified_claims(self, token: str) -> dict[str, Any]:
+        import jwt
+
         try:
             alg = str(jwt.get_unverified_header(token).get("alg"))
         except jwt.InvalidTokenError as exc:
@@ -202,6 +203,8 @@ def _role_claim(claims: dict[str, Any], name: str) -> str | None:
 
 
 def _expiry_text(token: str) -> str:
+    import jwt
+
     try:
         exp: Any = jwt.decode(token, options={"verify_signature": False}).get("exp")
         return datetime.datetime.fromtimestamp(float(exp), datetime.UTC).isoformat(timespec="seconds")

@@ -6,6 +6,8 @@
 # plugin). Options: the manual clock, token authentication (a super-user token
 # the broker's clients and admin calls use), --pulsar-compatible-only, and any
 # other BrokerConfig setting by name.
+# An embedded broker's admin server starts on first use of admin_url/admin();
+# its clock is moved on its own loop (clock_in_process), not over HTTP.
 # Invariants: every pulsar.Client made by client() is closed by stop(); a
 # temporary data directory is removed by stop(); the log is kept after stop.
 from __future__ import annotations
@@ -16,27 +18,18 @@ import json
 import logging
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from letterbox.testing.choices import AUTH_MODES, CLOCKS, SUPER_USER
 from letterbox.testing.clock import BrokerClock
-from letterbox.testing.runners import EmbeddedRunner, ProcessRunner, Runner
+from letterbox.testing.embedded import EmbeddedRunner
+from letterbox.testing.errors import AdminCallError
+from letterbox.testing.runners import ProcessRunner, Runner
 
-SUPER_USER = "letterbox-test-admin"
-AUTH_MODES = ("none", "token")
-CLOCKS = ("real", "manual")
-
-
-class AdminCallError(RuntimeError):
-    """An admin API call answered with an error status; the message is the broker's reason."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"{reason} (HTTP {status})")
-        self.status = status
+__all__ = ["AdminCallError", "Broker"]
 
 
 class Broker:
@@ -151,6 +144,13 @@ class Broker:
     def admin_url(self) -> str:
         return f"http://127.0.0.1:{self.admin_port}"
 
+    def clock_in_process(self, advance_ms: int | None) -> dict[str, Any] | None:
+        """The clock's state ({"clock", "nowMs"}) read, or moved on by advance_ms, on an
+        embedded broker's own loop; None where the admin API is the way (a child process,
+        --pulsar-compatible-only). BrokerClock calls it."""
+        runner = self._ports()
+        return runner.clock(advance_ms) if isinstance(runner, EmbeddedRunner) else None
+
     def log(self) -> str:
         """Everything the broker has logged (kept after stop)."""
         return "".join(self._lines)
@@ -176,6 +176,9 @@ class Broker:
     def admin(self, method: str, path: str, body: Any = None) -> Any:
         """One admin API call (JSON in and out, None for an empty answer); an error status
         raises AdminCallError with the broker's reason."""
+        import urllib.error  # only a broker whose admin API is used needs it
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.admin_url + path, data=data, method=method)
         if data is not None:
