@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from letterbox.broker.policies import dispatch_rate
 from letterbox.broker.policies.unacked_limits import unblocked_room
 from letterbox.broker.topics.dispatch_runs import plain_run_length, send_plain_run
 from letterbox.broker.topics.hand_backs import HAND_BACK_TYPES, note_sent
+from letterbox.storage import StorageError
 from letterbox.storage.cache import entry_of
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from letterbox.broker.topics.dispatched import DispatchedSubscription
     from letterbox.storage.entry import Entry
 
+log = logging.getLogger(__name__)
 READ_BATCH = 100
 MAX_ENTRIES_PER_ROUND = 2000
 MAX_EXAMINED_PER_ROUND = 20_000
@@ -75,6 +78,7 @@ class Dispatcher:
             self._replay = []
         self._scheduled = False
         self._limit = MAX_ENTRIES_PER_ROUND  # 1 while the circuit breaker lets a probe through
+        self._refused: set[str] = set()  # the damaged-entry refusals already logged
 
     # --- consumers (subclasses refine) -------------------------------------
     def add_consumer(self, consumer: Consumer) -> None:
@@ -146,11 +150,17 @@ class Dispatcher:
         if allowance == 0:
             return
         self._limit = MAX_ENTRIES_PER_ROUND if allowance is None else allowance
-        r = self._begin_round(sub, self._dispatch_replay(sub))
         try:
-            finished = self._read_new(r)
-        finally:
-            r.flush()
+            r = self._begin_round(sub, self._dispatch_replay(sub))
+            try:
+                finished = self._read_new(r)
+            finally:
+                r.flush()
+        except StorageError as exc:  # a damaged entry is never served: the subscription stops there
+            if str(exc) not in self._refused:  # said once, one line
+                self._refused.add(str(exc))
+                log.warning("a subscription of %s stops before a damaged entry: %s", sub.topic.name, exc)
+            return
         if finished and allowance is None and (r.sent >= MAX_ENTRIES_PER_ROUND
                                                or r.examined >= MAX_EXAMINED_PER_ROUND):
             self.schedule()  # yield to other connections, then go on
