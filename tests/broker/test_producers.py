@@ -157,6 +157,27 @@ def test_deduplication_drops_resent_sequence_ids_across_restart(
         client.close()
 
 
+def test_deduplication_keeps_every_chunk_of_a_chunked_message(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """The chunks of one message share its sequence id: deduplication judges the message by its
+    last chunk, so a 6 MB message arrives whole, and a resend of its sequence id is dropped."""
+    topic = topic_name("dedup-chunks")
+    b = broker_factory(env=DEDUP_ENV)
+    client = pulsar.Client(b.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    try:
+        big = bytes(range(256)) * (6 * 1024 * 4)  # 6 MiB
+        producer = client.create_producer(topic, producer_name="chunker", chunking_enabled=True,
+                                          batching_enabled=False)
+        producer.send(big, sequence_id=1)
+        producer.send(b"after", sequence_id=2)
+        producer.send(big, sequence_id=1)  # a resend: acknowledged, not stored
+        producer.close()
+        assert _read_everything(client, topic) == [big, b"after"]
+    finally:
+        client.close()
+
+
 def test_without_deduplication_resent_sequence_ids_are_stored(client: pulsar.Client) -> None:
     topic = topic_name("nodedup")
     producer = client.create_producer(topic, producer_name="plain-producer", batching_enabled=False)

@@ -140,8 +140,13 @@ def test_import_a_pulsar_dlq_by_reason_replay_it_and_redrive_it_back(reference: 
 def test_import_mistakes_get_one_line_errors(reference: Target, letterbox_target: Target) -> None:
     bad_reason = _cli(letterbox_target, "import", "t", "--pulsar-url", reference.service_url, "--reason", "max-redelivery")
     assert bad_reason.returncode == 2 and "max-redeliveries" in bad_reason.stderr
-    bad_url = _cli(letterbox_target, "import", "t", "--pulsar-url", "http://nowhere")
+    bad_url = _cli(letterbox_target, "import", "t", "--pulsar-url", "pulsar://127.0.0.1:9")
     assert bad_url.returncode != 0 and "Traceback" not in bad_url.stderr
+    assert "127.0.0.1:9" in bad_url.stderr, bad_url.stderr
+    with urllib.request.urlopen(f"{letterbox_target.admin_url}/admin/v2/namespaces/public/default/deduplication",
+                                timeout=30) as r:  # nothing was written on letterbox
+        body = r.read().strip()
+    assert not body or json.loads(body) in (None, False), body
     window = _cli(letterbox_target, "import", "t", "--pulsar-url", reference.service_url, "--since", "1h",
                   "--until", "2h")
     assert window.returncode == 2 and "--since must be earlier than --until" in window.stderr

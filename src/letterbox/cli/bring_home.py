@@ -98,10 +98,11 @@ def import_(topic: str, pulsar_url: str, pulsar_auth_token: str | None,
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise click.BadParameter("--since must be earlier than --until")
     local_admin = AdminClient(admin_url, auth=current_auth())
-    local_admin.request("POST", _namespace_path(target) + "/deduplication", True)  # reruns send nothing twice
     pulsar = open_client(pulsar_url, _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs))
     local = open_client(service_url, current_auth())
     try:
+        pulsar.get_topic_partitions(source)  # Pulsar answers for the topic before anything is written
+        local_admin.request("POST", _namespace_path(target) + "/deduplication", True)  # reruns send nothing twice
         copied = import_topic(pulsar, local, source, target, Selection(reason, key, since_ms, until_ms),
                               _progress(target))
     except RuntimeError as exc:

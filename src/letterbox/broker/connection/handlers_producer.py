@@ -230,6 +230,16 @@ async def _check_off_loop(
             producer.checking = None
 
 
+def _leading_chunk(hp: bytes) -> bool:
+    """Whether a SEND is a chunk of a larger message other than its last one (deduplication
+    judges a chunked message by its last chunk, which carries the same sequence id)."""
+    try:
+        meta = parse_send_payload(hp)[0]
+    except MalformedFrame:
+        return False
+    return meta.HasField("chunk_id") and meta.chunk_id < meta.num_chunks_from_msg - 1
+
+
 def _deliver_at(meta: pb.MessageMetadata) -> int | None:
     return meta.deliver_at_time if meta.HasField("deliver_at_time") else None
 
@@ -254,11 +264,13 @@ def _publish(
         return
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
         deliver_at_time = None  # the namespace's delayedDelivery policy is off: deliver now
-    if topic.deduplication_enabled() and seq <= producer.highest_sequence_pushed:
-        _chain(cnx, producer, None, seq, highest)
-        return
-    if top > producer.highest_sequence_pushed:
-        producer.highest_sequence_pushed = top
+    dedup = topic.deduplication_enabled()
+    if not (dedup and _leading_chunk(hp)):  # a message's chunks share its sequence id: its last one judges
+        if dedup and seq <= producer.highest_sequence_pushed:
+            _chain(cnx, producer, None, seq, highest)
+            return
+        if top > producer.highest_sequence_pushed:
+            producer.highest_sequence_pushed = top
     try:
         eid = topic.reserve_publish(producer, send_batch.ops_for(cnx, producer), hp, num, publish_time, top,
                                     deliver_at_time)
