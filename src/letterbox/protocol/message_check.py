@@ -23,7 +23,7 @@ from letterbox.protocol.compression import (
     declared_size,
     decompress,
 )
-from letterbox.protocol.framing import MalformedFrame
+from letterbox.protocol.framing import MalformedFrame, parse_send_payload
 
 # the smallest batch entry: a 4-byte size and a SingleMessageMetadata holding
 # its required payload_size (2 bytes)
@@ -108,3 +108,13 @@ def check_message(
         except MalformedFrame as exc:
             raise InvalidMessage(f"num_messages {count} does not match the payload: {exc}") from None
     return count
+
+
+def leading_chunk(headers_and_payload: bytes) -> bool:
+    """Whether a SEND is a chunk of a larger message other than its last one (deduplication
+    judges a chunked message by its last chunk, which carries the same sequence id)."""
+    try:
+        meta = parse_send_payload(headers_and_payload)[0]
+    except MalformedFrame:
+        return False
+    return meta.HasField("chunk_id") and meta.chunk_id < meta.num_chunks_from_msg - 1

@@ -24,7 +24,12 @@ from letterbox.broker.topics.topic_termination import refuse_producer
 from letterbox.errors import LetterboxError, NotAllowed, ServerError, ServiceNotReady
 from letterbox.protocol import MalformedFrame, commands, pb
 from letterbox.protocol.framing import Frame, SendFacts, SendScan, parse_send_payload
-from letterbox.protocol.message_check import InvalidMessage, check_message, needs_expanding
+from letterbox.protocol.message_check import (
+    InvalidMessage,
+    check_message,
+    leading_chunk,
+    needs_expanding,
+)
 from letterbox.protocol.send_decoder import SendCommand
 from letterbox.storage.errors import StorageError
 from letterbox.topic_name import TopicName
@@ -230,16 +235,6 @@ async def _check_off_loop(
             producer.checking = None
 
 
-def _leading_chunk(hp: bytes) -> bool:
-    """Whether a SEND is a chunk of a larger message other than its last one (deduplication
-    judges a chunked message by its last chunk, which carries the same sequence id)."""
-    try:
-        meta = parse_send_payload(hp)[0]
-    except MalformedFrame:
-        return False
-    return meta.HasField("chunk_id") and meta.chunk_id < meta.num_chunks_from_msg - 1
-
-
 def _deliver_at(meta: pb.MessageMetadata) -> int | None:
     return meta.deliver_at_time if meta.HasField("deliver_at_time") else None
 
@@ -265,7 +260,7 @@ def _publish(
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
         deliver_at_time = None  # the namespace's delayedDelivery policy is off: deliver now
     dedup = topic.deduplication_enabled()
-    if not (dedup and _leading_chunk(hp)):  # a message's chunks share its sequence id: its last one judges
+    if not (dedup and leading_chunk(hp)):  # a message's chunks share its sequence id: its last one judges
         if dedup and seq <= producer.highest_sequence_pushed:
             _chain(cnx, producer, None, seq, highest)
             return
