@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from typing import Any
@@ -66,11 +67,15 @@ def _fill_pulsar_dlq(ref: Target, source: str) -> dict[str, str]:
                 "REAL_TOPIC": source, "ORIGIN_MESSAGE_ID": f"9:{i}:-1:-1", "DEAD_LETTER_REASON": reason,
                 "DEAD_LETTER_TIME": str(1_700_000_000_000 + i), "app": str(i)})
             reasons[payload] = reason
+        # the client's DLQ policy moves its last message asynchronously: read until all 24 are there
         reader = c.create_reader(dlq, pulsar.MessageId.earliest)
-        count = 0
-        while reader.has_message_available():
-            reader.read_next(10_000)
-            count += 1
+        count, deadline = 0, time.monotonic() + 60
+        while count < 24 and time.monotonic() < deadline:
+            try:
+                reader.read_next(1_000)
+                count += 1
+            except pulsar.Timeout:
+                pass
         assert count == 24, "the Pulsar client's DLQ policy and the stamped dead letters"
         consumer.close()
     return reasons
