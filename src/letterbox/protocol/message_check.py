@@ -110,11 +110,11 @@ def check_message(
     return count
 
 
-def leading_chunk(headers_and_payload: bytes) -> bool:
-    """Whether a SEND is a chunk of a larger message other than its last one (deduplication
-    judges a chunked message by its last chunk, which carries the same sequence id)."""
+def chunk_id_of(headers_and_payload: bytes) -> int | None:
+    """The chunk id of a SEND that is one chunk of a larger message; None for a whole message
+    (or one whose metadata cannot be read: the publish path refuses it elsewhere)."""
     try:
         meta = parse_send_payload(headers_and_payload)[0]
     except MalformedFrame:
-        return False
-    return meta.HasField("chunk_id") and meta.chunk_id < meta.num_chunks_from_msg - 1
+        return None
+    return meta.chunk_id if meta.HasField("chunk_id") and meta.num_chunks_from_msg > 1 else None

@@ -27,7 +27,7 @@ from letterbox.protocol.framing import Frame, SendFacts, SendScan, parse_send_pa
 from letterbox.protocol.message_check import (
     InvalidMessage,
     check_message,
-    leading_chunk,
+    chunk_id_of,
     needs_expanding,
 )
 from letterbox.protocol.send_decoder import SendCommand
@@ -259,13 +259,9 @@ def _publish(
         return
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
         deliver_at_time = None  # the namespace's delayedDelivery policy is off: deliver now
-    dedup = topic.deduplication_enabled()
-    if not (dedup and leading_chunk(hp)):  # a message's chunks share its sequence id: its last one judges
-        if dedup and seq <= producer.highest_sequence_pushed:
-            _chain(cnx, producer, None, seq, highest)
-            return
-        if top > producer.highest_sequence_pushed:
-            producer.highest_sequence_pushed = top
+    if not producer.pushes(seq, top, topic.deduplication_enabled(), lambda: chunk_id_of(hp)):
+        _chain(cnx, producer, None, seq, highest)
+        return
     try:
         eid = topic.reserve_publish(producer, send_batch.ops_for(cnx, producer), hp, num, publish_time, top,
                                     deliver_at_time)
