@@ -261,17 +261,7 @@ func errorLine(err error) string {
 
 // adminPut sends a PUT with a JSON body to the admin API and returns the status.
 func (e *env) adminPut(path, body string) (int, error) {
-	req, err := http.NewRequest(http.MethodPut, e.adminURL+path, strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: recvWait}).Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode, nil
+	return e.adminSend(http.MethodPut, path, body)
 }
 
 // restPath is the admin path of a persistent topic: /persistent/tenant/ns/name.

@@ -26,6 +26,15 @@ class Target:
     admin_url: str
 
 
+@dataclass(frozen=True)
+class Running:
+    """A broker the tests did not start, with the URLs tests/conftest.BrokerProcess offers: for
+    tests written against a letterbox process that run here against a Target too."""
+
+    url: str
+    admin_url: str
+
+
 Scenario = Callable[[Target, str], Any]
 
 

@@ -6,8 +6,6 @@ letterbox of the differential run (extensions on). What passes here works on Pul
 docs/migrate.md's table says the same, command by command."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from tests.client.test_pulsar_fallback import (
@@ -17,7 +15,7 @@ from tests.client.test_pulsar_fallback import (
     test_retry_consumer_falls_back_to_produce_then_acknowledge,
     test_spark_subscription_only_redrive_names_the_missing_extension,
 )
-from tests.conformance.targets import Target
+from tests.conformance.targets import Running, Target
 
 __all__ = [
     "test_async_retry_consumer_falls_back",
@@ -26,14 +24,6 @@ __all__ = [
     "test_retry_consumer_falls_back_to_produce_then_acknowledge",
     "test_spark_subscription_only_redrive_names_the_missing_extension",
 ]
-
-
-@dataclass(frozen=True)
-class Running:
-    """A broker the tests did not start: the URLs BrokerProcess offers them."""
-
-    url: str
-    admin_url: str
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from tests.conformance.targets import Target
+from tests.conformance.targets import Running, Target
 from tests.spark.conftest import local_spark, pclient, spark
 from tests.spark.test_batch_read import test_min_partitions_and_offsets
 from tests.spark.test_cli_pipeline import test_cli_runs_a_handler_module
@@ -31,14 +30,6 @@ __all__ = [
 ]
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@dataclass(frozen=True)
-class Running:
-    """A broker the tests did not start: the URLs BrokerProcess offers them."""
-
-    url: str
-    admin_url: str
 
 
 def _deduplication(admin_url: str, method: str) -> None:

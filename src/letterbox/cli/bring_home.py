@@ -7,6 +7,8 @@
 # message sent twice once (switched on locally; on Pulsar a note says when it is off).
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -64,11 +66,24 @@ def _namespace_path(topic: str) -> str:
     return f"/admin/v2/namespaces/{TopicName.parse(topic).namespace_name}"
 
 
-def _pulsar_errors() -> type[Exception]:
-    """What the official client raises (connection refused, topic not found, timeouts, ...)."""
+@contextmanager
+def _clients(pulsar_url: str, pulsar_auth: AuthOptions, service_url: str) -> Iterator[tuple[Any, Any]]:
+    """The official client on Pulsar and on the local letterbox, closed at the end; a copy's
+    failure (a refused message, a topic the copy cannot place, a client error) said in one line."""
     import pulsar
 
-    return pulsar.PulsarException  # type: ignore[no-any-return]
+    pulsar_client = open_client(pulsar_url, pulsar_auth)
+    local = open_client(service_url, current_auth())
+    try:
+        yield pulsar_client, local
+    except (RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except pulsar.PulsarException as exc:
+        raise click.ClickException(f"Apache Pulsar at {pulsar_url} or letterbox at {service_url} failed: "
+                                   f"{exc} (is each reachable, and the topic's name right?)") from None
+    finally:
+        pulsar_client.close()
+        local.close()
 
 
 def _progress(topic: str) -> Any:
@@ -98,21 +113,11 @@ def import_(topic: str, pulsar_url: str, pulsar_auth_token: str | None,
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise click.BadParameter("--since must be earlier than --until")
     local_admin = AdminClient(admin_url, auth=current_auth())
-    pulsar = open_client(pulsar_url, _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs))
-    local = open_client(service_url, current_auth())
-    try:
+    with _clients(pulsar_url, _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs), service_url) as (pulsar, local):
         pulsar.get_topic_partitions(source)  # Pulsar answers for the topic before anything is written
         local_admin.request("POST", _namespace_path(target) + "/deduplication", True)  # reruns send nothing twice
         copied = import_topic(pulsar, local, source, target, Selection(reason, key, since_ms, until_ms),
                               _progress(target))
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from None
-    except _pulsar_errors() as exc:
-        raise click.ClickException(f"Apache Pulsar at {pulsar_url} or letterbox at {service_url} failed: "
-                                   f"{exc} (is each reachable, and the topic's name right?)") from None
-    finally:
-        pulsar.close()
-        local.close()
     click.echo(f"\rimported {copied.messages} messages of {source} into {target} ({copied.sent} sent by this run)")
 
 
@@ -134,18 +139,8 @@ def redrive_back(topic: str, pulsar_url: str, pulsar_admin_url: str | None, puls
     pulsar_auth = _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs)
     if pulsar_admin_url and target:
         _note_deduplication(AdminClient(pulsar_admin_url, auth=pulsar_auth), target)
-    local = open_client(service_url, current_auth())
-    pulsar = open_client(pulsar_url, pulsar_auth)
-    try:
+    with _clients(pulsar_url, pulsar_auth, service_url) as (pulsar, local):
         copied = send_back(local, pulsar, local_topic, target, _progress(local_topic))
-    except (RuntimeError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except _pulsar_errors() as exc:
-        raise click.ClickException(f"letterbox at {service_url} or Apache Pulsar at {pulsar_url} failed: "
-                                   f"{exc} (is each reachable, and the topic's name right?)") from None
-    finally:
-        local.close()
-        pulsar.close()
     click.echo(f"\rsent {copied.messages} messages of {local_topic} back to Pulsar ({copied.sent} by this run)")
 
 
