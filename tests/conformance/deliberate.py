@@ -33,6 +33,11 @@ _COUNTS_EVERYWHERE = ("redelivery counts are kept on every subscription type, so
                       "work on Exclusive and Failover too (Pulsar's are always 0 there)")
 
 DELIBERATE: dict[tuple[str, str], Deliberate] = {
+    ("python", "delayed_one_second_shared"): Deliberate(
+        "a delayed message is delivered at the time asked, never up to a tick early",
+        "delayed-delivery-on-time",
+        pulsar={"order": ["d", "m1"], "d_over_0.5s_after_m1": False},
+        letterbox={"order": ["m1", "d"], "d_over_0.5s_after_m1": True}),
     ("python", "unacked_come_back_to_next_consumer"): Deliberate(
         "a consumer that disconnects holding unacknowledged messages counts one attempt for the "
         "oldest one it held, so a message that kills its consumer still reaches the dead letter topic",

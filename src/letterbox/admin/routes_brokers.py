@@ -2,7 +2,7 @@
 # answers the one broker of this cluster as ["host:webport"] (Pulsar lists the brokers'
 # web service addresses), 404 for another or unknown cluster (letterbox knows no
 # brokers of a registered remote cluster); GET /admin/v2/brokers/version answers the
-# broker's version as a JSON string. (brokers/health is routes_cluster's.)
+# broker's version as plain text, as Apache Pulsar does. (brokers/health is routes_cluster's.)
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def register(admin: AdminContext, router: web.UrlDispatcher) -> None:
     async def version(_request: web.Request) -> web.Response:
-        return web.json_response(__version__)
+        return web.Response(text=__version__)
 
     async def list_brokers(request: web.Request) -> web.Response:
         cluster = request.match_info["cluster"]

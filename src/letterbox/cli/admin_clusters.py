@@ -97,7 +97,7 @@ def brokers_list(a: AdminContext, cluster: str) -> None:
 def brokers_version(a: AdminContext) -> None:
     """The broker's version."""
     body = a.client.request("GET", "/admin/v2/brokers/version").body.decode("utf-8", "replace").strip()
-    try:  # letterbox answers a JSON string, Apache Pulsar plain text
+    try:  # plain text (letterbox and Apache Pulsar); a JSON string from older letterbox brokers
         version = str(json.loads(body))
     except ValueError:
         version = body
