@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import threading
 import time
 import uuid
@@ -11,7 +12,8 @@ from pathlib import Path
 import pulsar
 import pytest
 
-from tests.conftest import BrokerProcess
+from tests.admin.helpers import call
+from tests.conftest import BrokerProcess, wait_until
 
 TYPES = {
     "exclusive": pulsar.ConsumerType.Exclusive,
@@ -195,5 +197,136 @@ def test_crash_looping_consumer_sends_poison_to_dlq(client: pulsar.Client) -> No
     assert [m.data() for m in dead] == [b"poison"]
     assert dead[0].properties()["why"] == "crashes the handler"
     assert dead[0].properties()["DELIVERY_COUNT"] == "4"
+    consumer.close()
+    producer.close()
+
+
+BATCH_DLQ_PROPS = {"letterbox.dlq.max_redeliveries": "2"}
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4", "zlib"])
+def test_dead_letter_of_one_batch_message_moves_only_that_message(
+        broker: BrokerProcess, client: pulsar.Client, compression: str) -> None:
+    """Five messages in one batch entry, one of them poison: the DLQ gets that message
+    alone (its key, properties and the stamps), its siblings stay acknowledged, and a
+    redrive appends exactly one message back."""
+    name = f"bdlq-batch-{compression}-{uuid.uuid4().hex[:6]}"
+    topic = f"persistent://public/default/{name}"
+    codec = {"none": pulsar.CompressionType.NONE, "lz4": pulsar.CompressionType.LZ4,
+             "zlib": pulsar.CompressionType.ZLib}[compression]
+    consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                properties=BATCH_DLQ_PROPS, initial_position=pulsar.InitialPosition.Earliest,
+                                negative_ack_redelivery_delay_ms=200, batch_index_ack_enabled=True)
+    # a subscription that never acknowledges: it counts what the topic holds
+    client.subscribe(topic, "audit", initial_position=pulsar.InitialPosition.Earliest).close()
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=5,
+                                      batching_max_publish_delay_ms=10_000, compression_type=codec)
+    ids: list[pulsar.MessageId] = []
+    for i in range(5):
+        poison = i == 2
+        producer.send_async(b"poison" if poison else f"good-{i}".encode(),
+                            lambda _res, mid: ids.append(mid),
+                            partition_key="poison-key" if poison else f"key-{i}",
+                            properties={"kind": "poison", "why": "bad"} if poison else {"kind": "good"},
+                            event_timestamp=5000 + i)
+    producer.flush()
+    assert wait_until(lambda: len(ids) == 5)
+    assert len({(m.ledger_id(), m.entry_id()) for m in ids}) == 1, "the five messages are one entry"
+    dlq = f"{topic}-work-DLQ"
+    received: list[bytes] = []
+
+    def settle() -> bool:
+        with contextlib.suppress(pulsar.Timeout):
+            msg = consumer.receive(300)
+            received.append(msg.data())
+            if msg.data() == b"poison":
+                consumer.negative_acknowledge(msg)
+            else:
+                consumer.acknowledge(msg)
+        status, letters = call(broker.admin_url, "GET", f"/admin/v2/persistent/public/default/{name}-work-DLQ"
+                               "/letterbox/deadLetters?limit=100")
+        return status == 200 and len(letters) >= 1
+
+    assert wait_until(settle, 30, 0)
+    with contextlib.suppress(pulsar.Timeout):  # nothing else comes: no redelivery of the good ones
+        while True:
+            received.append(consumer.receive(1500).data())
+    assert sorted(set(received) - {b"poison"}) == [f"good-{i}".encode() for i in (0, 1, 3, 4)]
+    assert [r for r in received if r != b"poison"] and len(received) - received.count(b"poison") == 4, received
+    assert received.count(b"poison") == 3  # first delivery and two redeliveries
+
+    dead = read_topic(client, dlq)
+    assert [m.data() for m in dead] == [b"poison"], "only the poison message is a dead letter"
+    [letter] = dead
+    props = letter.properties()
+    assert letter.partition_key() == "poison-key"
+    assert letter.event_timestamp() == 5002
+    assert props["kind"] == "poison" and props["why"] == "bad"
+    assert props["REAL_TOPIC"] == topic
+    origin = ids[2]
+    assert props["ORIGIN_MESSAGE_ID"] == f"{origin.ledger_id()}:{origin.entry_id()}:-1:2"
+    assert props["DEAD_LETTER_REASON"] == "max-redeliveries"
+    assert props["DEAD_LETTER_SUBSCRIPTION"] == "work"
+    assert props["DELIVERY_COUNT"] == "3"
+    assert int(props["FIRST_DELIVERY_TIME"]) <= int(props["LAST_DELIVERY_TIME"])
+
+    # the redrive appends the one message, which is delivered once
+    status, result = call(broker.admin_url, "POST",
+                          f"/admin/v2/persistent/public/default/{name}-work-DLQ/letterbox/redrive", "{}")
+    assert status == 200 and result["moved"] == 1, result
+    back = consumer.receive(10_000)
+    assert (back.data(), back.partition_key()) == (b"poison", "poison-key")
+    consumer.acknowledge(back)
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(1000)
+    consumer.close()
+    audit = client.subscribe(topic, "audit")
+    held = []
+    with contextlib.suppress(pulsar.Timeout):
+        while True:
+            held.append(audit.receive(1500).data())
+    assert sorted(held) == sorted([f"good-{i}".encode() for i in (0, 1, 3, 4)] + [b"poison"] * 2), \
+        "the redrive added exactly one message to the topic"
+    audit.close()
+    producer.close()
+
+
+def test_terminated_batch_message_is_named_as_the_dead_letter_listing_names_it(
+        broker: BrokerProcess, client: pulsar.Client) -> None:
+    """A terminate (the move route) of one message of a batch: the id the route answers is
+    the dead letter's id in the DLQ listing, so a redrive of that id moves that one message."""
+    name = f"bdlq-term-{uuid.uuid4().hex[:6]}"
+    topic, base = f"persistent://public/default/{name}", "/admin/v2/persistent/public/default/"
+    consumer = client.subscribe(topic, "work", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest, batch_index_ack_enabled=True)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=3,
+                                      batching_max_publish_delay_ms=10_000)
+    for i in range(3):
+        producer.send_async(f"m{i}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
+    producer.flush()
+    got = [consumer.receive(10_000) for _ in range(3)]
+    bad = next(m for m in got if m.data() == b"m1")
+    mid = bad.message_id()
+    assert mid.batch_index() == 1
+    status, answer = call(broker.admin_url, "POST", f"{base}{name}/subscription/work/letterbox/move", json.dumps({
+        "messageId": f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}:1", "target": f"{topic}-work-DLQ",
+        "deadLetterReason": "terminated"}))
+    assert status == 200 and answer["moved"] is True, answer
+    for m in got:
+        if m is not bad:
+            consumer.acknowledge(m)
+    status, letters = call(broker.admin_url, "GET", f"{base}{name}-work-DLQ/letterbox/deadLetters?limit=100")
+    assert status == 200 and [d["messageId"] for d in letters] == [answer["messageId"]], (answer, letters)
+    [letter] = read_topic(client, f"{topic}-work-DLQ")
+    assert (letter.data(), letter.partition_key(), letter.properties()["i"]) == (b"m1", "k1", "1")
+    assert letter.properties()["ORIGIN_MESSAGE_ID"] == f"{mid.ledger_id()}:{mid.entry_id()}:-1:1"
+    status, result = call(broker.admin_url, "POST", f"{base}{name}-work-DLQ/letterbox/redrive",
+                          json.dumps({"messageIds": [answer["messageId"]]}))
+    assert status == 200 and result["moved"] == 1, result
+    back = consumer.receive(10_000)
+    assert (back.data(), back.partition_key()) == (b"m1", "k1")
+    consumer.acknowledge(back)
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(800)
     consumer.close()
     producer.close()
