@@ -101,7 +101,7 @@ async def move_to_dead_letter(
     producer_name = f"{source.name}-{sub.name}-letterbox-DLQ"
     moved_ids: list[int] = []
     poisoned: list[tuple[Entry, int]] = []  # (entry, its DLQ entry id) for the ordered quarantine
-    events: list[tuple[int, int, dict[str, str]]] = []  # (entry, its DLQ entry id, stamps): failure events
+    events: list[tuple[int, int, int, dict[str, str]]] = []  # (entry, batch index, DLQ entry id, stamps)
     moved = 0
     carry = service.schemas.carry_from(source.name).to(target_name)  # small hook (parity): schema on the DLQ
     async with MoveTransaction(service, "dead_letter") as move:
@@ -120,7 +120,7 @@ async def move_to_dead_letter(
             dlq_entry_id = move.next_entry_id(target.ledger)
             prepared = _append_dead_letter(move, sub, entry, target.ledger, extra, producer_name, now, carry)
             moved_ids.append(eid)
-            events.append((eid, dlq_entry_id, extra))
+            events.append((eid, _sole_index(entry, cursor.acked_indexes(eid)), dlq_entry_id, extra))
             if prepared is not None:
                 poisoned.append((entry, dlq_entry_id))
                 moved += prepared[1]
@@ -138,16 +138,26 @@ async def move_to_dead_letter(
     return moved
 
 
+def _sole_index(entry: Entry, acked: frozenset[int]) -> int:
+    """The batch index of the one message of a batch entry left unacknowledged (the one
+    its dead letter holds), -1 for an entry of one message or of several left."""
+    left = entry.num_messages - len(acked)
+    if entry.num_messages < 2 or left != 1:
+        return -1
+    return next(i for i in range(entry.num_messages) if i not in acked)
+
+
 def _publish_events(sub: MovedSubscription, target: MovedTopic, reason: str,
-                    moved: list[tuple[int, int, dict[str, str]]], now: int) -> None:
-    """One failure event per moved entry (failure/events.py): terminate, park or dead-letter."""
+                    moved: list[tuple[int, int, int, dict[str, str]]], now: int) -> None:
+    """One failure event per moved entry (failure/events.py): terminate, park or dead-letter;
+    its message id names the batch index when one message of a batch was moved."""
     source = sub.topic
     kind = {REASON_TERMINATED: TERMINATE, REASON_PARKED_BEHIND: PARK}.get(reason, DEAD_LETTER_EVENT)
     part = source.name.partition_index
-    for eid, dlq_eid, stamps in moved:
+    for eid, index, dlq_eid, stamps in moved:
         publish_failure_event(source.service, failure_event(
             kind, time_ms=now, topic=str(source.name), subscription=sub.name,
-            message_id=origin_message_id(source.ledger.ledger_id, eid, part, -1), reason=reason,
+            message_id=origin_message_id(source.ledger.ledger_id, eid, part, index), reason=reason,
             description=stamps.get(FAILURE_DESCRIPTION), deliveryCount=_int(stamps.get(DELIVERY_COUNT)),
             parkedBehind=stamps.get(PARKED_BEHIND), deadLetterTopic=str(target.name),
             deadLetterMessageId=origin_message_id(target.ledger.ledger_id, dlq_eid, target.name.partition_index, -1),

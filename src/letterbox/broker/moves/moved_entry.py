@@ -6,7 +6,11 @@
 # message moved twice keeps its first origin), then the caller's properties
 # are laid over. A batch is reopened (decompressed if needed) so that messages
 # left out (already acknowledged, or not the one being moved) are dropped and
-# every message carries the properties.
+# every message carries the properties. A batch of which one message is left
+# becomes that message alone, outside any batch (its key, ordering key, event
+# time and properties lifted onto the entry's metadata, uncompressed): its id in
+# the target is `ledger:entry:partition:-1`, the id the move answers and the
+# dead letter listing gives, as a message Pulsar's client republishes one by one.
 # A batch that cannot be reopened (malformed) is moved as raw bytes instead
 # (build_raw_moved_entry): the original payload untouched, the properties on
 # the entry's metadata; if even the metadata is unreadable, the entry as it is.
@@ -27,11 +31,14 @@ from letterbox.message_properties import (
 from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
 from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import DEFAULT_LIMIT, NONE, declared_size, decompress
+from letterbox.protocol.text_fields import raw_key_value, raw_string_field
 
 if TYPE_CHECKING:
     pass
 
 SchemaMap = Callable[[bytes], "bytes | None"]
+_PROPERTIES = pb.MessageMetadata.DESCRIPTOR.fields_by_name["properties"].number
+_PARTITION_KEY = pb.MessageMetadata.DESCRIPTOR.fields_by_name["partition_key"].number
 
 
 def carry_schema(meta: pb.MessageMetadata, schema: SchemaMap | None) -> None:
@@ -93,11 +100,46 @@ def build_moved_entry(
         kept.append((single, body))
     if not kept:
         return None
-    payload = build_batch_payload(kept)
     meta.compression = NONE
     meta.ClearField("uncompressed_size")
+    if len(kept) == 1:
+        single, body = kept[0]
+        return build_headers_and_payload(_lift_single(meta, single), body), 1
+    payload = build_batch_payload(kept)
     meta.num_messages_in_batch = len(kept)
     return build_headers_and_payload(meta, payload), len(kept)
+
+
+def _lift_single(meta: pb.MessageMetadata, single: pb.SingleMessageMetadata) -> bytes:
+    """`meta` (a batch's) made the metadata of its one message `single`, serialized: the
+    message's properties, key, ordering key, event time and null flags replace the batch's.
+    A key or property that is not UTF-8 is written back byte for byte."""
+    meta.ClearField("num_messages_in_batch")
+    for name in ("properties", "partition_key", "partition_key_b64_encoded", "ordering_key",
+                 "null_value", "null_partition_key"):
+        meta.ClearField(name)
+    raw = b""
+    for kv in single.properties:
+        key, value = kv.key, kv.value
+        if isinstance(key, bytes) or isinstance(value, bytes):
+            raw += raw_key_value(_PROPERTIES, key, value)
+        else:
+            meta.properties.add(key=key, value=value)
+    if single.HasField("partition_key"):
+        if isinstance(single.partition_key, bytes):
+            raw += raw_string_field(_PARTITION_KEY, single.partition_key)
+        else:
+            meta.partition_key = single.partition_key
+        meta.partition_key_b64_encoded = single.partition_key_b64_encoded
+    if single.HasField("ordering_key"):
+        meta.ordering_key = single.ordering_key
+    if single.HasField("event_time"):
+        meta.event_time = single.event_time
+    if single.null_value:
+        meta.null_value = True
+    if single.null_partition_key:
+        meta.null_partition_key = True
+    return meta.SerializeToString() + raw
 
 
 def build_raw_moved_entry(
