@@ -269,6 +269,7 @@ def test_dead_letter_of_one_batch_message_moves_only_that_message(
     assert props["DEAD_LETTER_SUBSCRIPTION"] == "work"
     assert props["DELIVERY_COUNT"] == "3"
     assert int(props["FIRST_DELIVERY_TIME"]) <= int(props["LAST_DELIVERY_TIME"])
+    assert letter.message_id().batch_index() == -1, "the dead letter is a message alone, not a batch"
 
     # the redrive appends the one message, which is delivered once
     status, result = call(broker.admin_url, "POST",
