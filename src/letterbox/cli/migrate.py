@@ -46,21 +46,25 @@ SOURCE = End("the source letterbox", "--service-url", "--admin-url", "--auth-tok
 TARGET = End("the target Apache Pulsar", "--target-url", "--target-admin-url", "--target-auth-token")
 
 
-@contextmanager
-def _source(ctx: click.Context, data_dir: Path | None, service_url: str, admin_url: str) -> Iterator[tuple[str, str]]:
-    """The source's service and admin URLs: the given ones, or a private broker's on `data_dir`
-    (checked first: a letterbox data dir no running broker holds)."""
-    if data_dir is None:
-        yield service_url, admin_url
-        return
+def _check_data_dir(ctx: click.Context, data_dir: Path) -> None:
+    """--data-dir alone names the source, and is a letterbox data dir no running broker holds."""
     given = [f"--{n.replace('_', '-')}" for n in ("service_url", "admin_url", "auth_token", "auth_token_file")
              if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
     if given:
         refuse(f"--data-dir is the source: give it without {' and '.join(given)}")
     from letterbox.cli.verify import held_data_dir
+
+    held_data_dir(data_dir).release()  # the private broker takes the lock itself
+
+
+@contextmanager
+def _source(data_dir: Path | None, service_url: str, admin_url: str) -> Iterator[tuple[str, str]]:
+    """The source's service and admin URLs: the given ones, or a private broker's on `data_dir`."""
+    if data_dir is None:
+        yield service_url, admin_url
+        return
     from letterbox.migrate.stopped_source import SourceDidNotStart, serve_data_dir
 
-    held_data_dir(data_dir).release()  # a letterbox data dir, stopped: the private broker locks it
     try:
         with serve_data_dir(data_dir) as broker:
             yield broker.service_url, broker.admin_url
@@ -96,11 +100,13 @@ def migrate(ctx: click.Context, service_url: str, admin_url: str, data_dir: Path
         target_auth = AuthOptions.from_token(target_auth_token, target_tls_trust_certs or "")
     except AuthOptionsError as exc:
         raise click.UsageError(str(exc)) from None
+    if data_dir is not None:
+        _check_data_dir(ctx, data_dir)
     target_admin = AdminClient(target_admin_url, auth=target_auth)
-    # the target first: a bad target is refused before a private broker starts on --data-dir
+    # the target before the source: a bad target is refused before a private broker starts on --data-dir
     answer = check_broker(TARGET, target_url, target_auth, pulsar=True)
     check_admin(TARGET, target_admin, pulsar=not answer.is_letterbox)
-    with _source(ctx, data_dir, service_url, admin_url) as (src_url, src_admin_url):
+    with _source(data_dir, service_url, admin_url) as (src_url, src_admin_url):
         source_auth = current_auth() if data_dir is None else AuthOptions()
         source_admin = AdminClient(src_admin_url, auth=source_auth)
         check_admin(SOURCE, source_admin, pulsar=False)
