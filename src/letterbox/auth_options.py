@@ -108,6 +108,19 @@ class AuthOptions:
             raise AuthOptionsError("tls auth params must be 'tlsCertFile:<path>,tlsKeyFile:<path>'")
         return cert, key
 
+    # --- for a CONNECT of our own (migrate's probe) -----------------------------------------
+    def binary_credentials(self) -> tuple[str, bytes] | None:
+        """(auth_method_name, auth_data) as the official clients put them in CONNECT; a tls
+        identity is the certificate of the TLS context (ssl_context)."""
+        if self.kind == "token":
+            return "token", self.token().encode()
+        if self.kind == "basic":
+            user, password = self._basic()
+            return "basic", f"{user}:{password}".encode()
+        if self.kind == "tls":
+            return "tls", b""
+        return None
+
     # --- for pulsar.Client ---------------------------------------------------------------
     def pulsar_authentication(self) -> Any:
         import pulsar

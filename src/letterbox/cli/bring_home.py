@@ -4,7 +4,9 @@
 # bring_home does the copying). The local broker is reached with the usual --service-url /
 # --admin-url and --auth-token / --tls-trust-certs; Pulsar with --pulsar-url and its own
 # --pulsar-* options. Both are safe to rerun: the receiving namespace's deduplication stores a
-# message sent twice once (switched on locally; on Pulsar a note says when it is off).
+# message sent twice once (switched on locally; on Pulsar a note says when it is off). Both ends
+# are checked before the first write (copy_checks): each answers and takes its credentials,
+# Pulsar is recent enough, and the local namespace an import writes into exists.
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import click
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions, AuthOptionsError
+from letterbox.cli.copy_checks import End, check_admin, check_broker, check_namespace
 from letterbox.cli.http import AdminApiError, AdminClient
 from letterbox.cli.migrate import open_client
 from letterbox.cli.params import TIME_HELP, parse_time_ms
@@ -29,6 +32,8 @@ from letterbox.message_properties import DEAD_LETTER_REASONS
 from letterbox.topic_name import TopicName
 
 PULSAR_TOKEN_ENV = "LETTERBOX_PULSAR_AUTH_TOKEN"
+PULSAR = End("Apache Pulsar", "--pulsar-url", "--pulsar-admin-url", "--pulsar-auth-token")
+LOCAL = End("the local letterbox", "--service-url", "--admin-url", "--auth-token")
 
 
 def _local_options(f: Any) -> Any:
@@ -112,8 +117,15 @@ def import_(topic: str, pulsar_url: str, pulsar_auth_token: str | None,
     until_ms = parse_time_ms(until, "'--until'") if until else None
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise click.BadParameter("--since must be earlier than --until")
+    pulsar_auth = _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs)
     local_admin = AdminClient(admin_url, auth=current_auth())
-    with _clients(pulsar_url, _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs), service_url) as (pulsar, local):
+    check_broker(PULSAR, pulsar_url, pulsar_auth, pulsar=True)
+    check_admin(LOCAL, local_admin, pulsar=False)
+    check_broker(LOCAL, service_url, current_auth(), pulsar=False)
+    namespace = TopicName.parse(target).namespace_name
+    check_namespace(LOCAL, local_admin, namespace,
+                    f"create it with `letterbox admin namespaces create {namespace}`, or give --as a topic of another")
+    with _clients(pulsar_url, pulsar_auth, service_url) as (pulsar, local):
         pulsar.get_topic_partitions(source)  # Pulsar answers for the topic before anything is written
         local_admin.request("POST", _namespace_path(target) + "/deduplication", True)  # reruns send nothing twice
         copied = import_topic(pulsar, local, source, target, Selection(reason, key, since_ms, until_ms),
@@ -137,8 +149,15 @@ def redrive_back(topic: str, pulsar_url: str, pulsar_admin_url: str | None, puls
     local_topic = _topic(topic, "'TOPIC'")
     target = _topic(to, "'--to'") if to else None
     pulsar_auth = _pulsar_auth(pulsar_auth_token, pulsar_tls_trust_certs)
-    if pulsar_admin_url and target:
-        _note_deduplication(AdminClient(pulsar_admin_url, auth=pulsar_auth), target)
+    answer = check_broker(PULSAR, pulsar_url, pulsar_auth, pulsar=True)
+    pulsar_admin = AdminClient(pulsar_admin_url, auth=pulsar_auth) if pulsar_admin_url else None
+    if pulsar_admin is not None:
+        check_admin(PULSAR, pulsar_admin, pulsar=not answer.is_letterbox)
+    check_broker(LOCAL, service_url, current_auth(), pulsar=False)
+    if pulsar_admin is not None and target:
+        namespace = TopicName.parse(target).namespace_name
+        check_namespace(PULSAR, pulsar_admin, namespace, "create it on Pulsar, or give --to a topic of another")
+        _note_deduplication(pulsar_admin, target)
     with _clients(pulsar_url, pulsar_auth, service_url) as (pulsar, local):
         copied = send_back(local, pulsar, local_topic, target, _progress(local_topic))
     click.echo(f"\rsent {copied.messages} messages of {local_topic} back to Pulsar ({copied.sent} by this run)")

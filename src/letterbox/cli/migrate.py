@@ -1,18 +1,25 @@
-# `letterbox migrate`: a running letterbox broker's tenants, namespaces, topics with their
-# retained messages and every subscription's position onto an Apache Pulsar cluster
-# (letterbox.migrate does the work). The source is reached with the usual --service-url /
-# --admin-url and --auth-token / --tls-trust-certs; the target with its own --target-* options.
+# `letterbox migrate`: a letterbox broker's tenants, namespaces, topics with their retained
+# messages and every subscription's position onto an Apache Pulsar cluster (letterbox.migrate
+# does the work). The source is a running broker reached with the usual --service-url /
+# --admin-url and --auth-token / --tls-trust-certs, or a stopped broker's --data-dir (served by a
+# private broker for the time of the migration: migrate.stopped_source); the target is reached
+# with its own --target-* options. Both ends are checked before the first write (copy_checks).
 # Safe to interrupt and run again; --dry-run prints the plan and writes nothing; --verify
 # compares both sides afterwards (exit 1 when they differ).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions, AuthOptionsError
+from letterbox.cli.copy_checks import End, check_admin, check_broker, missing_tenants, note, refuse
 from letterbox.cli.http import AdminClient
 from letterbox.default_urls import (
     ADMIN_URL_ENV,
@@ -35,49 +42,96 @@ def open_client(url: str, auth: AuthOptions) -> Any:
         raise click.UsageError(f"cannot use {url!r} as a service URL: {exc}") from None
 
 
+SOURCE = End("the source letterbox", "--service-url", "--admin-url", "--auth-token")
+TARGET = End("the target Apache Pulsar", "--target-url", "--target-admin-url", "--target-auth-token")
+
+
+def _check_data_dir(ctx: click.Context, data_dir: Path) -> None:
+    """--data-dir alone names the source, and is a letterbox data dir no running broker holds."""
+    given = [f"--{n.replace('_', '-')}" for n in ("service_url", "admin_url", "auth_token", "auth_token_file")
+             if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE]
+    if given:
+        refuse(f"--data-dir is the source: give it without {' and '.join(given)}")
+    from letterbox.cli.verify import held_data_dir
+
+    held_data_dir(data_dir).release()  # the private broker takes the lock itself
+
+
+@contextmanager
+def _source(data_dir: Path | None, service_url: str, admin_url: str) -> Iterator[tuple[str, str]]:
+    """The source's service and admin URLs: the given ones, or a private broker's on `data_dir`."""
+    if data_dir is None:
+        yield service_url, admin_url
+        return
+    from letterbox.migrate.stopped_source import SourceDidNotStart, serve_data_dir
+
+    try:
+        with serve_data_dir(data_dir) as broker:
+            yield broker.service_url, broker.admin_url
+    except SourceDidNotStart as exc:
+        refuse(str(exc))
+
+
 @click.command()
 @click.option("--service-url", envvar=SERVICE_URL_ENV, default=DEFAULT_SERVICE_URL, show_default=True,
               help=f"The letterbox broker to copy from (env {SERVICE_URL_ENV}).")
 @click.option("--admin-url", envvar=ADMIN_URL_ENV, default=DEFAULT_ADMIN_URL, show_default=True,
               help=f"Its admin API (env {ADMIN_URL_ENV}).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Copy from a stopped broker's data directory instead (a private broker serves it on "
+              "127.0.0.1 during the migration).")
 @click.option("--target-url", required=True, help="The Apache Pulsar service URL to copy to.")
 @click.option("--target-admin-url", required=True, help="The Apache Pulsar admin URL (web service).")
 @click.option("--target-auth-token", envvar="LETTERBOX_TARGET_AUTH_TOKEN", help="A token for the target (env LETTERBOX_TARGET_AUTH_TOKEN).")
 @click.option("--target-tls-trust-certs", type=click.Path(dir_okay=False, exists=True),
               help="CA certificate(s), PEM, of the target's TLS certificate.")
 @click.option("--tenant", "tenants", multiple=True, help="Migrate only this tenant (repeatable).")
-@click.option("--dry-run", is_flag=True, help="Print what would be migrated; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Check both ends and print what would be migrated; write nothing.")
 @click.option("--verify", "check", is_flag=True, help="After migrating, compare both sides.")
 @auth_options
-def migrate(service_url: str, admin_url: str, target_url: str, target_admin_url: str,
-            target_auth_token: str | None, target_tls_trust_certs: str | None, tenants: tuple[str, ...],
-            dry_run: bool, check: bool) -> None:
+@click.pass_context
+def migrate(ctx: click.Context, service_url: str, admin_url: str, data_dir: Path | None, target_url: str,
+            target_admin_url: str, target_auth_token: str | None, target_tls_trust_certs: str | None,
+            tenants: tuple[str, ...], dry_run: bool, check: bool) -> None:
     """Copy this broker's topics, messages and subscription positions to Apache Pulsar."""
     from letterbox import migrate as m
 
-    source_auth = current_auth()
     try:
         target_auth = AuthOptions.from_token(target_auth_token, target_tls_trust_certs or "")
     except AuthOptionsError as exc:
         raise click.UsageError(str(exc)) from None
-    source_admin = AdminClient(admin_url, auth=source_auth)
+    if data_dir is not None:
+        _check_data_dir(ctx, data_dir)
     target_admin = AdminClient(target_admin_url, auth=target_auth)
-    try:
-        plan = m.read_plan(source_admin, list(tenants) or None)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if dry_run:
-        for line in plan.describe():
-            click.echo(line)
-        return
-    target_admin.get_json("/admin/v2/clusters")  # the target answers (and accepts the token) before any write
-    source, target = open_client(service_url, source_auth), open_client(target_url, target_auth)
+    # the target before the source: a bad target is refused before a private broker starts on --data-dir
+    answer = check_broker(TARGET, target_url, target_auth, pulsar=True)
+    check_admin(TARGET, target_admin, pulsar=not answer.is_letterbox)
+    with _source(data_dir, service_url, admin_url) as (src_url, src_admin_url):
+        source_auth = current_auth() if data_dir is None else AuthOptions()
+        source_admin = AdminClient(src_admin_url, auth=source_auth)
+        check_admin(SOURCE, source_admin, pulsar=False)
+        check_broker(SOURCE, src_url, source_auth, pulsar=False)
+        try:
+            plan = m.read_plan(source_admin, list(tenants) or None)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        for tenant in missing_tenants(TARGET, target_admin, plan.tenants):
+            note(f"the target has no tenant {tenant}: migrate creates it, allowed on the target's clusters")
+        if dry_run:
+            for line in plan.describe():
+                click.echo(line)
+            return
+        _run(plan, source_admin, target_admin, open_client(src_url, source_auth), open_client(target_url, target_auth),
+             check)
+
+
+def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source: Any, target: Any,
+         check: bool) -> None:
+    from letterbox import migrate as m
+
     try:
         def told(topic: str, sent: int, total: int) -> None:
             click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)
-
-        def note(line: str) -> None:
-            click.echo(f"note: {line}", err=True)
 
         for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note):
             click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
