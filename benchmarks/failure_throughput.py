@@ -36,7 +36,8 @@ The nack delay is --nack-delay-ms (default 100): the Java client 4.0.8 raises an
 100 ms (NegativeAcksTracker's minimum), so 100 ms is the smallest both brokers allow; the client,
 not the broker, times nack redeliveries on both. Figures are the median of --runs runs on one
 broker process; printed with each broker's peak RSS over its runs and the CPU probe before and
-after each system (benchmarks/capacity.py's). `--json` prints every run as well.
+after each system (benchmarks/capacity.py's). `--json` prints every run as well. The exit status
+is 1 when a phase did not complete or a dead-letter check was not exact.
 """
 from __future__ import annotations
 
@@ -180,9 +181,11 @@ def main() -> None:
     rows = summarise(runs, meta)
     if a.json:
         print(json.dumps({"meta": meta, "rows": rows, "runs": runs}))
-        return
-    print(f"\n{json.dumps(meta)}\n")
-    print(table(rows, a.messages))
+    else:
+        print(f"\n{json.dumps(meta)}\n")
+        print(table(rows, a.messages))
+    if any(r["exact_runs"] < r["runs"] or not all(r[f"{p}_completed"] for p, _ in PHASE_RATES) for r in rows):
+        sys.exit("a phase did not complete or a dead-letter check was not exact (see above)")
 
 
 if __name__ == "__main__":
