@@ -112,17 +112,7 @@ async def move_chunk(topic: MovedTopic, req: RedriveRequest, size: int, resume: 
             chunk = await select(topic, req, size, resume)
         if not chunk:
             return 0, resume, None
-        targets: dict[str, MovedTopic] = {}
-        others: dict[tuple[str, str], list[ManagedCursor]] = {}
-        for _dl, name, sub in chunk:
-            key = str(name)
-            if key not in targets:
-                if name == topic.name:
-                    raise NotAllowed(f"cannot redrive {topic.name} into itself")
-                targets[key] = (target_topic(service, sub) if sub is not None
-                                else service.persistent_topic(name, create=True))
-            if sub is not None and (key, sub.subscription) not in others:
-                others[(key, sub.subscription)] = other_cursors(targets[key], sub.subscription)
+        targets, others = _targets(topic, chunk)
         locking = {id(c): c for cs in others.values() for c in cs}
         for other in sorted(locking.values(), key=lambda c: (c.ledger.name, c.name)):
             await move.lock(other)  # one fixed order: two redrives never wait on each other
@@ -161,6 +151,25 @@ async def move_chunk(topic: MovedTopic, req: RedriveRequest, size: int, resume: 
     for event in events:  # after the commit, in the order the messages moved
         publish_failure_event(service, event)
     return len(chunk), last, nxt
+
+
+def _targets(topic: MovedTopic, chunk: Selected
+             ) -> tuple[dict[str, MovedTopic], dict[tuple[str, str], list[ManagedCursor]]]:
+    """The chunk's target topics (created on first use) by name and, subscription-only, the
+    other durable cursors of each (target, subscription), which ack its new entries."""
+    service = topic.service
+    targets: dict[str, MovedTopic] = {}
+    others: dict[tuple[str, str], list[ManagedCursor]] = {}
+    for _dl, name, sub in chunk:
+        key = str(name)
+        if key not in targets:
+            if name == topic.name:
+                raise NotAllowed(f"cannot redrive {topic.name} into itself")
+            targets[key] = (target_topic(service, sub) if sub is not None
+                            else service.persistent_topic(name, create=True))
+        if sub is not None and (key, sub.subscription) not in others:
+            others[(key, sub.subscription)] = other_cursors(targets[key], sub.subscription)
+    return targets, others
 
 
 async def _commit_and_select(committing: Coroutine[Any, Any, None], topic: MovedTopic, req: RedriveRequest,
