@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity clean browser fuse \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure clean browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -160,6 +160,14 @@ bench-peers: $(CODECS_STAMP)
 # letterbox beside Apache Pulsar under pulsar-perf (fetches the reference broker's jars)
 bench-capacity: $(CODECS_STAMP) pulsar-fetch
 	$(BIN)/python benchmarks/capacity.py
+
+# The failure path's throughput (redeliveries, dead-letter moves, redrive) beside Apache Pulsar,
+# driven by a Java program on the official Java client (benchmarks/java; its jar is git-ignored)
+bench-java:
+	$(MVN) -f benchmarks/java/pom.xml package -DskipTests
+
+bench-failure: $(CODECS_STAMP) pulsar-fetch bench-java
+	$(BIN)/python benchmarks/failure_throughput.py
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) build dist *.egg-info src/*.egg-info src/letterbox/protocol/*.so

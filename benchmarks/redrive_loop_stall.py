@@ -7,7 +7,7 @@ with the stamps a broker dead-letter move writes), then, while a probe thread se
 admin request (GET /admin/v2/letterbox/clock) back to back and records each answer's
 latency, runs in turn: the DLQ summary (GET .../letterbox/deadLetterTopics), a dry-run
 redrive (the counting scan alone), and the redrive of every message (one admin call, the
-broker's chunks of 100). A request that waits behind a loop turn answers late, so the
+broker's chunks of up to 1,000). A request that waits behind a loop turn answers late, so the
 probe's worst latency in each phase is the longest stall the broker's clients saw (plus
 the probe's own ~1 ms). An idle phase first gives the baseline.
 """

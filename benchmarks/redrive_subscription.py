@@ -6,7 +6,7 @@ background task's throughput, on one broker.
 
 For each mode a fresh topic gets --subscriptions subscriptions and --messages dead letters
 of S1 in <topic>-S1-DLQ (produced there with a broker dead-letter move's stamps). Then the DLQ is redriven in ONE admin call (the
-broker's chunks of 100) and timed; the script checks afterwards that S1 holds every
+broker's chunks of up to 1,000) and timed; the script checks afterwards that S1 holds every
 message again and (subscription-only) that the other subscriptions' backlogs did not move.
 """
 from __future__ import annotations

@@ -3,11 +3,15 @@
 # public/default. A TopicName is immutable and always fully qualified; the
 # partition suffix `-partition-<i>` is recognised so a partition can find its
 # partitioned parent. Each segment follows letterbox.names' rules.
+# parse() remembers the names it read last (PARSED_CACHE of them): a redrive or a
+# failure event parses the same REAL_TOPIC once per message, and the checks of
+# letterbox.names cost more than the lookup. Only valid names are remembered.
 from __future__ import annotations
 
 import re
 import urllib.parse
 from dataclasses import dataclass
+from functools import lru_cache
 
 from letterbox.errors import InvalidTopicName
 from letterbox.names import NameKind, name_problem
@@ -15,6 +19,7 @@ from letterbox.names import NameKind, name_problem
 PARTITION_SUFFIX = "-partition-"
 _PART_RE = re.compile(r"^(.*)-partition-(\d+)$")
 DOMAINS = ("persistent", "non-persistent")
+PARSED_CACHE = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +33,10 @@ class TopicName:
     def parse(cls, raw: str) -> TopicName:
         if not raw or not isinstance(raw, str):
             raise InvalidTopicName("topic name is empty")
+        return _parse(raw)
+
+    @classmethod
+    def _parse_new(cls, raw: str) -> TopicName:
         if len(raw) > 1024:
             raise InvalidTopicName("topic name is longer than 1024 characters")
         if "://" in raw:
@@ -95,3 +104,8 @@ class TopicName:
 
     def __str__(self) -> str:
         return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local}"
+
+
+@lru_cache(maxsize=PARSED_CACHE)
+def _parse(raw: str) -> TopicName:
+    return TopicName._parse_new(raw)  # an invalid name raises: nothing is remembered

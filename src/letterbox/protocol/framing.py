@@ -231,6 +231,18 @@ def _checksum_and_metadata(buf: bytes | memoryview, view: memoryview,
 def parse_entry_metadata(buf: bytes | memoryview) -> pb.MessageMetadata:
     """Only the MessageMetadata of a stored entry, without verifying the
     checksum (the entry was verified when it was published)."""
+    return _entry_metadata(buf)[0]
+
+
+def parse_entry(buf: bytes | memoryview) -> tuple[pb.MessageMetadata, bytes]:
+    """A stored entry's MessageMetadata and payload (as stored: compressed or batched as it
+    is), without verifying the checksum: one parse where a reader needs both."""
+    metadata, end = _entry_metadata(buf)
+    return metadata, bytes(memoryview(buf)[end:])
+
+
+def _entry_metadata(buf: bytes | memoryview) -> tuple[pb.MessageMetadata, int]:
+    """The MessageMetadata of a stored entry and where its payload starts."""
     view = memoryview(buf)
     n = len(view)
     pos = 0
@@ -248,7 +260,7 @@ def parse_entry_metadata(buf: bytes | memoryview) -> pb.MessageMetadata:
         metadata.ParseFromString(bytes(view[pos + 4 : pos + 4 + size]))
     except DecodeError as exc:
         raise MalformedFrame(f"cannot parse MessageMetadata: {exc}") from exc
-    return metadata
+    return metadata, pos + 4 + size
 
 
 # ---------------------------------------------------------------- decoding

@@ -172,6 +172,12 @@ class Transaction:
     async def commit(self) -> None:
         """Write everything in one storage transaction; apply it in memory once committed.
         Raises the storage error (nothing changed in memory) if it did not commit."""
+        await asyncio.shield(self.submit())
+
+    def submit(self) -> asyncio.Future[None]:
+        """commit() in two steps: hand everything to the writer now (the entry ids are assigned
+        here, before any other code runs) and return the future of its commit, to await
+        (shielded) while doing other work. Raises at once if the ids cannot be reserved."""
         if self._done:
             raise StorageError("transaction already committed or aborted")
         self._done = True
@@ -204,7 +210,7 @@ class Transaction:
         ops.append(_ApplyChanges(list(self._changes.items())))
         submitted = self._store._submit(ops, None)
         self._pending = submitted
-        await asyncio.shield(submitted)
+        return submitted
 
     def _release(self) -> None:
         self._done = True

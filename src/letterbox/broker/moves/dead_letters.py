@@ -31,7 +31,7 @@ from letterbox.message_properties import (
 from letterbox.protocol import (
     MalformedFrame,
     iter_single_messages,
-    parse_entry_metadata,
+    parse_entry,
     parse_headers_and_payload,
     pb,
 )
@@ -130,17 +130,22 @@ def handled_subscription(topic: MovedTopic, create: bool) -> MovedSubscription |
 
 
 def entry_messages(
-    entry: Entry, partition: int, skip: frozenset[int] = frozenset(), limit: int = DEFAULT_LIMIT
+    entry: Entry, partition: int, skip: frozenset[int] = frozenset(), limit: int = DEFAULT_LIMIT,
+    parsed: tuple[pb.MessageMetadata, bytes] | None = None,
 ) -> list[DeadLetter]:
+    """The messages of `entry`; `parsed`: its metadata and stored payload when the caller
+    read them already (framing.parse_entry), so the entry is parsed once."""
+    if parsed is None:
+        try:
+            found = parse_headers_and_payload(entry.data)
+        except MalformedFrame as exc:
+            return [_unreadable(entry, partition, pb.MessageMetadata(), entry.data, f"malformed entry: {exc}")]
+        parsed = found.metadata, bytes(found.payload)
+    meta, stored = parsed
     try:
-        parsed = parse_headers_and_payload(entry.data)
-    except MalformedFrame as exc:
-        return [_unreadable(entry, partition, pb.MessageMetadata(), entry.data, f"malformed entry: {exc}")]
-    meta = parsed.metadata
-    try:
-        return _open_entry(entry, partition, skip, limit, meta, bytes(parsed.payload))
+        return _open_entry(entry, partition, skip, limit, meta, stored)
     except (CompressionError, MalformedFrame) as exc:
-        return [_unreadable(entry, partition, meta, bytes(parsed.payload), str(exc))]
+        return [_unreadable(entry, partition, meta, stored, str(exc))]
 
 
 def _open_entry(entry: Entry, partition: int, skip: frozenset[int], limit: int,
@@ -201,8 +206,10 @@ def _properties(pairs: Iterable[pb.KeyValue]) -> dict[str, Any]:
     raw: list[tuple[str | bytes, str | bytes]] = []
     for kv in pairs:
         key, value = kv.key, kv.value
-        if isinstance(key, bytes) or isinstance(value, bytes):
-            raw.append((key, value))
+        if type(key) is str and type(value) is str:  # the usual case: text as it is
+            text[key] = value
+            continue
+        raw.append((key, value))
         text[as_text(key)] = as_text(value)
     return {"properties": text, "raw_properties": tuple(raw)}
 
@@ -250,18 +257,19 @@ async def live_dead_letters_async(topic: MovedTopic, start_entry: int = 0,
             await asyncio.sleep(0)
             since = time.perf_counter()
         big = len(entry.data) > OFF_LOOP_BYTES  # large metadata is parsed off the loop too
-        try:
-            meta = await asyncio.to_thread(parse_entry_metadata, entry.data) if big \
-                else parse_entry_metadata(entry.data)
+        try:  # parsed once here; entry_messages opens what this parse read
+            parsed: tuple[pb.MessageMetadata, bytes] | None = \
+                await asyncio.to_thread(parse_entry, entry.data) if big else parse_entry(entry.data)
         except MalformedFrame:
-            meta = None  # entry_messages reports it
+            parsed = None  # entry_messages reports it
+        meta = parsed[0] if parsed is not None else None
         if containing is not None and meta is not None and _plain_properties(meta) \
                 and containing not in entry.data:
             continue
         if big or (meta is not None and needs_expanding(meta) > OFF_LOOP_BYTES):
-            messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit)
+            messages = await asyncio.to_thread(entry_messages, entry, partition, skip, limit, parsed)
         else:
-            messages = entry_messages(entry, partition, skip, limit)
+            messages = entry_messages(entry, partition, skip, limit, parsed)
         for dl in messages:
             yield dl
 

@@ -132,6 +132,18 @@ def failure_event_publisher(service: MovesBroker) -> FailureEventPublisher:
     return found
 
 
+def failure_events_wanted(service: MovesBroker, topic: str) -> bool:
+    """Whether an event about `topic` would be published now (its namespace opted in): a
+    caller moving many messages asks this once per topic and builds no event otherwise."""
+    if not topic or is_failure_events_topic(topic):
+        return False
+    try:
+        namespace = TopicName.parse(topic).namespace_name
+        return failure_event_publisher(service).policy(namespace).enabled
+    except InvalidTopicName:
+        return False
+
+
 def publish_failure_event(service: MovesBroker, event: dict[str, Any]) -> bool:
     """Publish one failure event (build it with letterbox.failure.events.failure_event) on the
     events topic of its topic's namespace, if that namespace enabled failure events; call it

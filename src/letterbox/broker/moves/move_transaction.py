@@ -15,9 +15,10 @@
 #     same message cannot both move it.
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.moves.moved_entry import SchemaMap, build_moved_entry
 from letterbox.broker.policies import termination_record
@@ -96,8 +97,22 @@ class MoveTransaction:
     async def commit(self, what: str) -> None:
         """Commit the appends and acknowledgements as one; `what` names them in the log line of
         a failure, which is counted and raised."""
+        await self.start_commit(what)
+
+    def start_commit(self, what: str) -> Coroutine[Any, Any, None]:
+        """commit() whose first step runs now: the writer has the transaction (its entry ids
+        assigned) when this returns; await what it returns for the commit itself, doing other
+        work meanwhile (a redrive reads its next chunk while this one is made durable)."""
         try:
-            await self.txn.commit()
+            submitted = self.txn.submit()
+        except StorageError as exc:
+            self.service.storage_failed(self.operation, exc, what)
+            raise
+        return self._committed(submitted, what)
+
+    async def _committed(self, submitted: asyncio.Future[None], what: str) -> None:
+        try:
+            await asyncio.shield(submitted)
         except StorageError as exc:
             self.service.storage_failed(self.operation, exc, what)
             raise
