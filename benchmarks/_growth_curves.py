@@ -20,7 +20,6 @@ from capacity import FAR_ABOVE, PeakRss, perf
 from delayed_memory import (
     SUB,
     TOPIC,
-    du_mb,
     mem,
     produce_delayed,
     quiet_logger,
@@ -150,29 +149,34 @@ def size_point(system: System, size: int, a: Any) -> dict[str, Any]:
     return end_to_end(system, f"{NS}/size-{uuid.uuid4().hex[:6]}", n, size, a.timeout)
 
 
-def subscription_stats(system: System, topic: str, sub: str) -> dict[str, Any]:
+def topic_stats(system: System, topic: str) -> dict[str, Any]:
     path = topic.replace("persistent://", "persistent/")
     with urllib.request.urlopen(f"{system.admin_url}/admin/v2/{path}/stats", timeout=30) as r:
-        return dict(json.load(r).get("subscriptions", {}).get(sub, {}))
+        return dict(json.load(r))
 
 
-def data_dir_mb(system: System) -> float:
-    return du_mb(system.ref.data_dir if hasattr(system, "ref") else system.broker.data_dir)
+def disk_mb(system: System) -> float:
+    """`du` of the system's data directory (blocks in use, as du counts them), in MB."""
+    path = system.ref.data_dir if hasattr(system, "ref") else system.broker.data_dir
+    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0]) * 1024 / 1e6
 
 
 def backlog_point(system: System, messages: int, a: Any) -> dict[str, Any]:
     """A retained backlog (a subscription exists, no consumer) produced batched by pulsar-perf,
     then read from Earliest by one pulsar-perf consumer: read rate from its subscribe to its last
-    receipt, peak RSS and broker CPU during the read, and data-dir growth per stored message."""
+    receipt, peak RSS and broker CPU during the read, and `du` of the data directory after
+    producing per stored message (stored: the topic's msgInCounter; pulsar-perf's -m overshoots
+    by what is in flight when it stops, and Pulsar's msgBacklog counts batches, not messages)."""
     import pulsar
 
     topic = f"{NS}/backlog-{uuid.uuid4().hex[:6]}"
-    client = pulsar.Client(system.service_url, operation_timeout_seconds=60)
+    client = pulsar.Client(system.service_url, operation_timeout_seconds=60, logger=quiet_logger())
     try:
         client.subscribe(topic, "growth", consumer_type=pulsar.ConsumerType.Exclusive).close()
     finally:
         client.close()
-    disk0 = data_dir_mb(system)
+    disk0 = disk_mb(system)
     producer = Perf(system, produce_args(topic, messages, a.message_size))
     try:
         producer.finish(a.timeout)
@@ -180,8 +184,8 @@ def backlog_point(system: System, messages: int, a: Any) -> dict[str, Any]:
     finally:
         producer.kill()
     time.sleep(2)  # pending writes and receipts settle
-    stored = int(subscription_stats(system, topic, "growth").get("msgBacklog") or 0)
-    disk = data_dir_mb(system) - disk0
+    stored = int(topic_stats(system, topic).get("msgInCounter") or 0)
+    disk = disk_mb(system)
     rss_before = round(memory_mb(system.pid)["VmRSS"], 1)
     rss, span = PeakRss(system.pid), CpuSpan(system.pid)
     rss.start()
@@ -195,6 +199,7 @@ def backlog_point(system: System, messages: int, a: Any) -> dict[str, Any]:
         peak = rss.stop()
     return {"messages": messages, "stored": stored, "produce_msg_s": round(messages / max(sent - start, 1e-3)),
             "disk_mb": round(disk, 1), "disk_bytes_per_msg": round(disk * 1e6 / stored, 1) if stored else None,
+            "disk_growth_bytes_per_msg": round((disk - disk0) * 1e6 / stored, 1) if stored else None,
             "read_seconds": round(read_s, 3), "read_msg_s": round(stored / read_s),
             "rss_before_read_mb": rss_before, "peak_rss_mb": peak,
             "broker_cpu_us_per_msg": round(cpu_s / stored * 1e6, 2) if stored else None}
@@ -215,7 +220,8 @@ def delayed_point(system: System, messages: int, a: Any) -> dict[str, Any]:
         produce_s = produce_delayed(system.service_url, messages, a.message_size, a.delay_s * 1000, True)
         deadline, held = time.monotonic() + a.timeout, 0
         while time.monotonic() < deadline:
-            held = int(subscription_stats(system, f"{NS}/{TOPIC}", SUB).get("msgDelayed") or 0)
+            sub = topic_stats(system, f"{NS}/{TOPIC}").get("subscriptions", {}).get(SUB, {})
+            held = int(sub.get("msgDelayed") or 0)
             if held >= messages:
                 break
             time.sleep(1)
@@ -235,7 +241,7 @@ def _quiet_cpu(pid: int, seconds: float) -> bool:
     """delayed_memory's wait for a quiet CPU, bounded: a JVM's timers and collector may never be
     quiet enough for it, and the reading is then taken anyway (reported as cpu_quiet false)."""
     try:
-        wait_cpu_quiet(pid, quiet_s=seconds, timeout=60)
+        wait_cpu_quiet(pid, quiet_s=seconds, timeout=20 + seconds)
         return True
     except RuntimeError:
         return False

@@ -23,7 +23,8 @@ producers" (start of sending; JVM start-up excluded) to the consumer's "DONE" (i
            delivered msg/s (messages x S / seconds), peak RSS, CPU per delivery
   backlog  B messages produced batched with a subscription but no consumer, then read from
            Earliest by one consumer: read msg/s (its subscribe to its last receipt), peak RSS
-           and CPU during the read, data-directory growth per stored message
+           and CPU during the read, `du` of the data directory after producing per stored message
+           (and its growth since before producing: Pulsar's bookie preallocates its files)
   size     one topic, --size-messages messages (at most --size-mb MB, at least
            --size-min-messages) of each size: publish MB/s and msg/s, end-to-end MB/s and msg/s
   delayed  benchmarks/delayed_memory.py's measurement (official Python client, unbatched): a
@@ -67,8 +68,9 @@ SPEC: dict[str, tuple[str, list[tuple[str, str, str]], list[str]]] = {
     "backlog": ("backlog read from Earliest (messages)", [
         ("read_msg_s", "read msg/s (one consumer)", HIGHER),
         ("peak_rss_mb", "broker peak RSS during the read (MB)", LOWER),
-        ("disk_bytes_per_msg", "data directory growth per message (bytes)", LOWER)],
-        ["stored", "produce_msg_s", "rss_before_read_mb", "broker_cpu_us_per_msg"]),
+        ("disk_bytes_per_msg", "du of the data directory per message (bytes)", LOWER)],
+        ["stored", "disk_mb", "disk_growth_bytes_per_msg", "produce_msg_s", "rss_before_read_mb",
+         "broker_cpu_us_per_msg"]),
     "size": ("message size (bytes)", [
         ("publish_mb_s", "publish MB/s", HIGHER), ("e2e_mb_s", "end-to-end MB/s", HIGHER),
         ("publish_msg_s", "publish msg/s", HIGHER)], ["messages", "e2e_msg_s", "peak_rss_mb"]),
@@ -122,6 +124,7 @@ def chart(curve: str, rows: list[dict[str, Any]], out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     xlabel, charted, _ = SPEC[curve]
     fig, axes = plt.subplots(1, len(charted), figsize=(5.2 * len(charted), 4.2), squeeze=False)
@@ -133,8 +136,9 @@ def chart(curve: str, rows: list[dict[str, Any]], out: Path) -> Path:
             if pts:
                 color, marker = STYLE[name]
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=LABEL[name])
-        if xs_all and max(xs_all) / max(min(xs_all), 1) >= 100:
+        if xs_all and max(xs_all) / max(min(xs_all), 1) >= 10:  # the points span decades
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(f"{ylabel}\n({better})", fontsize=10)
@@ -183,10 +187,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one step of a point may take")
     ap.add_argument("--json-out", type=Path, help="write every point and the machine's details here")
     ap.add_argument("--charts", type=Path, help="write growth-<curve>.png into this directory")
-    ap.add_argument("--plot-only", type=Path, metavar="FILE.json", help="redraw tables and charts from a saved run")
+    ap.add_argument("--plot-only", type=Path, nargs="+", metavar="FILE.json",
+                    help="redraw tables and charts from saved runs (several: their points together)")
     a = ap.parse_args()
     if a.plot_only:
-        report(json.loads(a.plot_only.read_text()), a.charts)
+        runs = [json.loads(p.read_text()) for p in a.plot_only]
+        report({"meta": [r["meta"] for r in runs] if len(runs) > 1 else runs[0]["meta"],
+                "points": [p for r in runs for p in r["points"]]}, a.charts)
         return
     systems, curves = [s for s in a.systems.split(",") if s], [c for c in a.curves.split(",") if c]
     if bad := [s for s in systems if s not in LABEL] + [c for c in curves if c not in SPEC]:
