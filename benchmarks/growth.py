@@ -44,6 +44,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ def run_point(name: str, curve: str, x: int, a: argparse.Namespace) -> dict[str,
         row.update(CURVES[curve](system, x, a))
     except Exception as e:  # one failed point is reported, the others still run
         row["error"] = f"{type(e).__name__}: {e}"[:2000]
+        row["traceback"] = traceback.format_exc()[-3000:]
     finally:
         system.stop()
         shutil.rmtree(tmp, ignore_errors=True)
