@@ -80,6 +80,12 @@ SPEC: dict[str, tuple[str, list[tuple[str, str, str]], list[str]]] = {
         ("rss_after_mb", "broker RSS holding them (MB)", LOWER)],
         ["held", "rss_before_mb", "rss_growth_mb", "produce_msg_s", "cpu_quiet"]),
 }
+# each curve's points option, its default and what a point is
+POINTS = {"topics": ("--topics", "1,10,100,1000", "topic counts (up to 10000)"),
+          "subs": ("--subs", "1,10,50,100", "subscription counts on one topic"),
+          "backlog": ("--backlog", "10000,100000,1000000", "backlog sizes (up to 10000000)"),
+          "size": ("--sizes", "100,1024,10240,102400,1048576", "message sizes in bytes"),
+          "delayed": ("--delayed", "10000,100000,1000000", "delayed message counts (up to 10000000)")}
 LABEL = {"letterbox": "letterbox", "pulsar": "Apache Pulsar 4.0.8"}
 STYLE = {"letterbox": ("tab:blue", "o"), "pulsar": ("tab:orange", "s")}
 
@@ -174,11 +180,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--systems", default="letterbox,pulsar", help="comma-separated: letterbox, pulsar")
     ap.add_argument("--curves", default=",".join(SPEC), help="comma-separated: " + ", ".join(SPEC))
-    ap.add_argument("--topics", default="1,10,100,1000", help="topic counts (up to 10000)")
-    ap.add_argument("--subs", default="1,10,50,100", help="subscription counts on one topic")
-    ap.add_argument("--backlog", default="10000,100000,1000000", help="backlog sizes (up to 10000000)")
-    ap.add_argument("--sizes", default="100,1024,10240,102400,1048576", help="message sizes in bytes")
-    ap.add_argument("--delayed", default="10000,100000,1000000", help="delayed message counts (up to 10000000)")
+    for curve, (option, default, what) in POINTS.items():
+        ap.add_argument(option, dest=curve, default=default, help=f"points of the {curve} curve: {what}")
     ap.add_argument("--topic-messages", type=int, default=200_000, help="messages in all, split among the topics")
     ap.add_argument("--fanout-messages", type=int, default=20_000, help="messages produced to the fan-out topic")
     ap.add_argument("--size-messages", type=int, default=100_000, help="messages per size ...")
@@ -200,8 +203,7 @@ def main() -> None:
     systems, curves = [s for s in a.systems.split(",") if s], [c for c in a.curves.split(",") if c]
     if bad := [s for s in systems if s not in LABEL] + [c for c in curves if c not in SPEC]:
         sys.exit(f"unknown system or curve: {', '.join(bad)}")
-    points = {"topics": ints(a.topics), "subs": ints(a.subs), "backlog": ints(a.backlog), "size": ints(a.sizes),
-              "delayed": ints(a.delayed)}
+    points = {curve: ints(getattr(a, curve)) for curve in POINTS}
     reference.fetch()  # pulsar-perf comes with the reference broker's jars, whichever systems run
     meta: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "nproc": os.cpu_count(),
                             "pulsar_version": reference.pulsar_version(), "load_average": [os.getloadavg()[0]],
