@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure clean browser fuse \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth clean browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -168,6 +168,14 @@ bench-java:
 
 bench-failure: $(CODECS_STAMP) pulsar-fetch bench-java
 	$(BIN)/python benchmarks/failure_throughput.py
+
+# letterbox beside Apache Pulsar as the work grows (topics, fan-out, backlog, message size, delayed
+# messages): every point into build/growth.json, a chart per curve into docs/images. GROWTH_ARGS
+# passes options (e.g. GROWTH_ARGS='--curves topics --topics 1,10,100,1000,10000').
+GROWTH_ARGS ?=
+bench-growth: $(CODECS_STAMP) pulsar-fetch
+	mkdir -p build
+	$(BIN)/python benchmarks/growth.py --json-out build/growth.json --charts docs/images $(GROWTH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) build dist *.egg-info src/*.egg-info src/letterbox/protocol/*.so
