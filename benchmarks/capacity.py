@@ -153,8 +153,7 @@ def run_case(system: Pulsar | Letterbox, case: Case, duration: int) -> dict[str,
     rss.start()
     producer = perf(system, produce)
     try:
-        out_p, _ = producer.communicate(timeout=duration + 60)
-        out_c, _ = consumer.communicate(timeout=60)
+        out_p, out_c = _output(producer, duration + 60), _output(consumer, 60)
     finally:
         for proc in (producer, consumer):
             if proc.poll() is None:
@@ -180,6 +179,17 @@ def run_case(system: Pulsar | Letterbox, case: Case, duration: int) -> dict[str,
         "peak_rss_mb": peak, "broker_cpu_us_per_msg": round(cpu_s / sent * 1e6, 1) if sent else float("nan"),
         "intervals": {"publish": pub, "received": rec},
     }
+
+
+def _output(proc: subprocess.Popen[str], timeout: float) -> str:
+    """What a pulsar-perf process printed; one that has not exited `timeout` s after its time
+    (a producer can hang closing while its pending sends drain) is killed: its 10 s reports
+    so far are what it measured."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[0]
 
 
 def wait_subscribed(admin_url: str, topic: str, partitioned: bool, consumer: subprocess.Popen[str],
@@ -244,6 +254,7 @@ def run_system(name: str, a: argparse.Namespace, out: list[dict[str, Any]], meta
                 r = run_case(system, case, a.duration)
                 r["run"] = run + 1
                 out.append(r)
+                print(json.dumps(r), file=sys.stderr, flush=True)  # each run kept, whatever follows
                 if not a.json:
                     print(f"  {name:<9} {case.label:<58} run {run + 1}: publish {r['publish_msg_s']:>10,.0f} msg/s "
                           f"received {r['received_msg_s']:>10,.0f}  p99 {r['publish_p99_ms']} / {r['e2e_p99_ms']} ms  "
