@@ -4,12 +4,14 @@
 # The admin package (and aiohttp under it, the largest import of a broker) is
 # imported only when an admin server starts: an embedded test broker
 # (letterbox.testing) starts its admin server on first use.
+# The admin package is imported on a worker thread while the broker starts.
 # Invariants: the admin server starts only after the broker listens, and it
 # stops before the broker does; a failed admin start stops the broker again.
 from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import logging
 import signal
 from typing import TYPE_CHECKING
@@ -44,14 +46,32 @@ class Standalone:
         """Start the broker, then (unless with_admin is false: start_admin() later) the admin
         HTTP server on config.bind:config.admin_port (0 = a free port). If the admin server
         cannot start, the broker is stopped again."""
-        await self.service.start()
+        admin_import = self._import_admin() if with_admin and self._admin_wanted else None
+        try:
+            await self.service.start()
+        except BaseException:
+            if admin_import is not None:
+                await asyncio.wait([admin_import])
+            raise
         if not with_admin:
             return
         try:
+            if admin_import is not None:
+                await admin_import
             await self.start_admin()
         except BaseException:
             await self.service.stop()
             raise
+
+    @property
+    def _admin_wanted(self) -> bool:
+        return self.config.admin_port is not None or self.config.web_service_port_tls is not None
+
+    def _import_admin(self) -> asyncio.Future[object]:
+        """Import the admin package (aiohttp: the largest import of a broker) on a worker
+        thread while the broker starts: the binary port serves its first client meanwhile.
+        The import graph has no circles, so the two threads' imports cannot deadlock."""
+        return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "letterbox.admin")
 
     async def start_admin(self) -> None:
         """Start the admin HTTP server of a started broker (nothing if it runs already)."""

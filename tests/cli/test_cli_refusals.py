@@ -96,7 +96,10 @@ def test_a_dlq_named_by_the_listing_is_accepted(broker: BrokerProcess, topics: N
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
     out: list[tuple[tuple[str, ...], click.Command]] = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the root group imports its commands when named
+        command = group.get_command(ctx, name)
+        assert command is not None
         out.append(((*path, name), command))
         if isinstance(command, click.Group):
             out.extend(_commands(command, (*path, name)))

@@ -10,15 +10,33 @@ from typing import Any
 
 import click
 
+from letterbox.cli.lazy_group import Lazy, LazyGroup
 from letterbox.cli.standalone_options import PORT, security_options, security_overrides
 from letterbox.config import BrokerConfig, ConfigError
 from letterbox.security.pulsar_config import PulsarConfigError, read_pulsar_config
 from letterbox.storage.data_dir_lock import DataDirLock
 from letterbox.storage.errors import DataDirDamaged
-from letterbox.usage_errors import OneLineCommand, OneLineUsageError
+from letterbox.usage_errors import OneLineUsageError
+
+# Every command but `standalone`, imported when named (cli/lazy_group.py).
+COMMANDS = {
+    "admin": Lazy("letterbox.cli.admin", "admin"),
+    "backup": Lazy("letterbox.cli.backup", "backup"),
+    "consume": Lazy("letterbox.cli.client", "consume"),
+    "dlq": Lazy("letterbox.cli.dlq", "dlq", also=("letterbox.cli.dlq_edit", "letterbox.cli.dlq_groups")),
+    "import": Lazy("letterbox.cli.bring_home", "import_"),
+    "migrate": Lazy("letterbox.cli.migrate", "migrate"),
+    "perf": Lazy("letterbox.cli.perf", "perf"),
+    "pipeline": Lazy("letterbox.cli.pipeline", "pipeline"),
+    "produce": Lazy("letterbox.cli.client", "produce"),
+    "redrive-back": Lazy("letterbox.cli.bring_home", "redrive_back"),
+    "restore": Lazy("letterbox.cli.backup", "restore"),
+    "tokens": Lazy("letterbox.cli.tokens", "tokens"),
+    "verify": Lazy("letterbox.cli.verify", "verify"),
+}
 
 
-@click.group(cls=OneLineCommand)
+@click.group(cls=LazyGroup, lazy=COMMANDS)
 @click.version_option(package_name="letterbox-broker")
 def main() -> None:
     """letterbox: a Pulsar-protocol message broker built around failure handling."""
@@ -109,36 +127,6 @@ def standalone(
         raise click.ClickException(f"cannot start the broker: {exc}") from None
 
 
-def _register() -> None:
-    from letterbox.cli.admin import admin
-    from letterbox.cli.backup import backup, restore
-    from letterbox.cli.bring_home import import_, redrive_back
-    from letterbox.cli.client import consume, produce
-    from letterbox.cli.dlq import dlq
-    from letterbox.cli.dlq_edit import dlq_replay  # noqa: F401  (registers `dlq replay`)
-    from letterbox.cli.dlq_groups import dlq_export  # noqa: F401  (registers `dlq groups` and `dlq export`)
-    from letterbox.cli.migrate import migrate
-    from letterbox.cli.perf import perf
-    from letterbox.cli.pipeline import pipeline
-    from letterbox.cli.tokens import tokens
-    from letterbox.cli.verify import verify
-
-    main.add_command(perf)
-    main.add_command(admin)
-    main.add_command(dlq)
-    main.add_command(produce)
-    main.add_command(consume)
-    main.add_command(tokens)
-    main.add_command(migrate)
-    main.add_command(import_)
-    main.add_command(redrive_back)
-    main.add_command(pipeline)
-    main.add_command(verify)
-    main.add_command(backup)
-    main.add_command(restore)
-
-
-_register()
 
 if __name__ == "__main__":
     main()
