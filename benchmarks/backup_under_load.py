@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,14 @@ def main() -> None:
     stop = threading.Event()
     counter = iter(range(args.preload, 10**9))
 
-    def live() -> None:
-        while not stop.is_set():
-            send_all(producer, ((i, b"%09d" % i + pad) for i, _ in zip(counter, range(2000), strict=False)), done)
+    def live() -> None:  # one stream of sends until stopped: no flush (a stall) before the end
+        def bodies() -> Iterator[tuple[int, bytes]]:
+            for i in counter:
+                if stop.is_set():
+                    return
+                yield i, b"%09d" % i + pad
+
+        send_all(producer, bodies(), done)
 
     thread = threading.Thread(target=live)
     thread.start()
