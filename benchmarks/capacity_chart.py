@@ -48,7 +48,7 @@ def draw(rows: list[dict[str, Any]], out: Path) -> None:
     short = [c.split(", ")[2] + ("\n" + c.split(", ")[1]) for c in mc]
     _bars(axes[0], short, {s: [val(c, s, "publish_msg_s") for c in mc] for s in systems},
           "maximum sustained publish rate\n(higher is better)", "msg/s")
-    rshort = [c.split(",")[0] for c in rc]
+    rshort = [c.split(", ")[0] for c in rc]
     _bars(axes[1], rshort, {s: [val(c, s, "publish_p99_ms") for c in rc] for s in systems},
           "p99 publish latency at a fixed rate\n(lower is better)", "ms")
     _bars(axes[2], rshort, {s: [val(c, s, "e2e_p99_ms") for c in rc] for s in systems},
