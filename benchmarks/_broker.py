@@ -95,8 +95,9 @@ def memory_mb(pid: int) -> dict[str, float]:
 
 
 class Broker:
-    def __init__(self, data_dir: Path, sync: str = "full", log: Path | None = None) -> None:
+    def __init__(self, data_dir: Path, sync: str = "full", log: Path | None = None, port: int = 0) -> None:
         self.data_dir = data_dir
+        self.port = port  # 0: a free port, known once the broker logs it
         self.sync = sync
         self.log = log or data_dir.parent / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -105,7 +106,7 @@ class Broker:
 
     def start(self, timeout: float = 120.0) -> Broker:
         cmd = [
-            PYTHON, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir), "--port", "0",
+            PYTHON, "-m", "letterbox", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port),
             "--admin-port", "0", "--bind", "127.0.0.1", "--sync", self.sync, "--log-level", "INFO",
         ]
         t0 = time.perf_counter()

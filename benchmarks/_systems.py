@@ -51,7 +51,8 @@ class Letterbox:
     name = "letterbox"
 
     def __init__(self, tmp: Path) -> None:
-        self.broker = Broker(tmp / "data", sync="full", log=tmp / "broker.log")
+        self.port = reference.free_port()  # known before the start, as Pulsar's is
+        self.broker = Broker(tmp / "data", sync="full", log=tmp / "broker.log", port=self.port)
         self.started_at = 0.0
 
     def start(self) -> None:
@@ -64,7 +65,7 @@ class Letterbox:
 
     @property
     def service_url(self) -> str:
-        return self.broker.url
+        return f"pulsar://127.0.0.1:{self.port}"
 
     @property
     def admin_url(self) -> str:

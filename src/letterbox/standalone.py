@@ -4,7 +4,9 @@
 # The admin package (and aiohttp under it, the largest import of a broker) is
 # imported only when an admin server starts: an embedded test broker
 # (letterbox.testing) starts its admin server on first use.
-# The admin package is imported on a worker thread while the broker starts.
+# The admin package is imported on a worker thread once the broker listens: the
+# binary port serves its first clients meanwhile, and the broker's own start does
+# not share the interpreter with that import.
 # Invariants: the admin server starts only after the broker listens, and it
 # stops before the broker does; a failed admin start stops the broker again.
 from __future__ import annotations
@@ -46,13 +48,8 @@ class Standalone:
         """Start the broker, then (unless with_admin is false: start_admin() later) the admin
         HTTP server on config.bind:config.admin_port (0 = a free port). If the admin server
         cannot start, the broker is stopped again."""
+        await self.service.start()
         admin_import = self._import_admin() if with_admin and self._admin_wanted else None
-        try:
-            await self.service.start()
-        except BaseException:
-            if admin_import is not None:
-                await asyncio.wait([admin_import])
-            raise
         if not with_admin:
             return
         try:
@@ -69,7 +66,7 @@ class Standalone:
 
     def _import_admin(self) -> asyncio.Future[object]:
         """Import the admin package (aiohttp: the largest import of a broker) on a worker
-        thread while the broker starts: the binary port serves its first client meanwhile.
+        thread once the broker listens: the binary port serves its first client meanwhile.
         The import graph has no circles, so the two threads' imports cannot deadlock."""
         return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "letterbox.admin")
 

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.hazmat.primitives.serialization import load_der_public_key, load_pem_public_key
-
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
 RSA_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 EC_ALGORITHMS = ("ES256", "ES384", "ES512")
@@ -76,6 +73,14 @@ def secret_key(value: str, setting: str = "token_secret_key") -> ValidationKey:
 
 
 def public_key(value: str, setting: str = "token_public_key") -> ValidationKey:
+    # cryptography is imported only where a public key is configured: a broker without one
+    # starts without it
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.hazmat.primitives.serialization import (
+        load_der_public_key,
+        load_pem_public_key,
+    )
+
     raw = read_key_bytes(value, setting)
     try:
         key: Any = (
