@@ -272,15 +272,8 @@ def test_dead_letter_of_one_batch_message_moves_only_that_message(
     assert letter.message_id().batch_index() == -1, "the dead letter is a message alone, not a batch"
 
     # the redrive appends the one message, which is delivered once
-    status, result = call(broker.admin_url, "POST",
-                          f"/admin/v2/persistent/public/default/{name}-work-DLQ/letterbox/redrive", "{}")
-    assert status == 200 and result["moved"] == 1, result
-    back = consumer.receive(10_000)
-    assert (back.data(), back.partition_key()) == (b"poison", "poison-key")
-    consumer.acknowledge(back)
-    with pytest.raises(pulsar.Timeout):
-        consumer.receive(1000)
-    consumer.close()
+    _redrive_delivers_once(broker, f"/admin/v2/persistent/public/default/{name}-work-DLQ", {}, consumer,
+                           (b"poison", "poison-key"))
     audit = client.subscribe(topic, "audit")
     held = []
     with contextlib.suppress(pulsar.Timeout):
@@ -321,13 +314,20 @@ def test_terminated_batch_message_is_named_as_the_dead_letter_listing_names_it(
     [letter] = read_topic(client, f"{topic}-work-DLQ")
     assert (letter.data(), letter.partition_key(), letter.properties()["i"]) == (b"m1", "k1", "1")
     assert letter.properties()["ORIGIN_MESSAGE_ID"] == f"{mid.ledger_id()}:{mid.entry_id()}:-1:1"
-    status, result = call(broker.admin_url, "POST", f"{base}{name}-work-DLQ/letterbox/redrive",
-                          json.dumps({"messageIds": [answer["messageId"]]}))
+    _redrive_delivers_once(broker, f"{base}{name}-work-DLQ", {"messageIds": [answer["messageId"]]}, consumer,
+                           (b"m1", "k1"))
+    producer.close()
+
+
+def _redrive_delivers_once(broker: BrokerProcess, dlq_path: str, body: dict[str, object],
+                           consumer: pulsar.Consumer, expected: tuple[bytes, str]) -> None:
+    """A redrive of the DLQ at `dlq_path` moves one message, which `consumer` then receives
+    (payload and key as `expected`) once and no more; the consumer is closed."""
+    status, result = call(broker.admin_url, "POST", f"{dlq_path}/letterbox/redrive", json.dumps(body))
     assert status == 200 and result["moved"] == 1, result
     back = consumer.receive(10_000)
-    assert (back.data(), back.partition_key()) == (b"m1", "k1")
+    assert (back.data(), back.partition_key()) == expected
     consumer.acknowledge(back)
     with pytest.raises(pulsar.Timeout):
-        consumer.receive(800)
+        consumer.receive(1000)
     consumer.close()
-    producer.close()

@@ -32,7 +32,6 @@ from letterbox.protocol import (
     MalformedFrame,
     iter_single_messages,
     parse_entry,
-    parse_headers_and_payload,
     pb,
 )
 from letterbox.protocol.compression import (
@@ -137,10 +136,9 @@ def entry_messages(
     read them already (framing.parse_entry), so the entry is parsed once."""
     if parsed is None:
         try:
-            found = parse_headers_and_payload(entry.data)
+            parsed = parse_entry(entry.data)
         except MalformedFrame as exc:
             return [_unreadable(entry, partition, pb.MessageMetadata(), entry.data, f"malformed entry: {exc}")]
-        parsed = found.metadata, bytes(found.payload)
     meta, stored = parsed
     try:
         return _open_entry(entry, partition, skip, limit, meta, stored)

@@ -72,13 +72,8 @@ class FailureEventPublisher:
     def publish(self, event: dict[str, Any]) -> bool:
         """Queue `event` for its namespace's events topic; False when that namespace did not opt in."""
         topic = str(event.get("topic") or "")
-        if not topic or is_failure_events_topic(topic):
-            return False
-        try:
-            namespace = TopicName.parse(topic).namespace_name
-        except InvalidTopicName:
-            return False
-        if not self.policy(namespace).enabled:
+        namespace = self.opted_in_namespace(topic)
+        if namespace is None:
             return False
         if len(self.queue) >= MAX_QUEUED:
             self.queue.popleft()
@@ -89,6 +84,17 @@ class FailureEventPublisher:
             self.draining = True
             self.service.background(self._drain())
         return True
+
+    def opted_in_namespace(self, topic: str) -> str | None:
+        """The namespace of `topic` when it opted in to failure events; None when it did not,
+        or for the events topic itself or a name that is no topic."""
+        if not topic or is_failure_events_topic(topic):
+            return None
+        try:
+            namespace = TopicName.parse(topic).namespace_name
+        except InvalidTopicName:
+            return None
+        return namespace if self.policy(namespace).enabled else None
 
     async def _drain(self) -> None:
         try:
@@ -135,13 +141,7 @@ def failure_event_publisher(service: MovesBroker) -> FailureEventPublisher:
 def failure_events_wanted(service: MovesBroker, topic: str) -> bool:
     """Whether an event about `topic` would be published now (its namespace opted in): a
     caller moving many messages asks this once per topic and builds no event otherwise."""
-    if not topic or is_failure_events_topic(topic):
-        return False
-    try:
-        namespace = TopicName.parse(topic).namespace_name
-        return failure_event_publisher(service).policy(namespace).enabled
-    except InvalidTopicName:
-        return False
+    return failure_event_publisher(service).opted_in_namespace(topic) is not None
 
 
 def publish_failure_event(service: MovesBroker, event: dict[str, Any]) -> bool:
