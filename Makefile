@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth clean browser fuse \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth bench-sitting clean browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -168,6 +168,11 @@ bench-java:
 
 bench-failure: $(CODECS_STAMP) pulsar-fetch bench-java
 	$(BIN)/python benchmarks/failure_throughput.py
+
+# peers, capacity and failure one after another, checked against the performance targets
+# (benchmarks/sitting.py; each step's JSON into build/sitting)
+bench-sitting: $(CODECS_STAMP) pulsar-fetch bench-java
+	$(BIN)/python benchmarks/sitting.py
 
 # letterbox beside Apache Pulsar as the work grows (topics, fan-out, backlog, message size, delayed
 # messages): every point into build/growth.json, a chart per curve into docs/images. GROWTH_ARGS

@@ -39,6 +39,13 @@ POLICIES: dict[str, Any] = {
 
 ORDERS_SCHEMA = {"type": "JSON", "properties": {"owner": "billing"}, "schema": json.dumps(
     {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]})}
+# its second version (an optional field: compatible both ways)
+ORDERS_SCHEMA_V2 = {"type": "JSON", "properties": {"owner": "billing"}, "schema": json.dumps(
+    {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"},
+                                                   {"name": "note", "type": ["null", "string"], "default": None}]})}
+# a namespace limit and the orders topic's own policy and grant, as set on the source
+NAMESPACE_LIMITS: dict[str, Any] = {"maxProducersPerTopic": 9}
+ORDERS_POLICIES: dict[str, Any] = {"maxConsumers": 7}
 
 
 def _get(url: str) -> Any:
@@ -65,7 +72,10 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
     plain, parted = f"persistent://{tenant}/app/orders", f"persistent://{tenant}/app/events"
     batched = f"persistent://{tenant}/app/batched"
     _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/permissions/reader", ["consume"])
-    _admin(lb.admin_url, "POST", f"/admin/v2/schemas/{tenant}/app/orders/schema", ORDERS_SCHEMA)
+    for path, body in NAMESPACE_LIMITS.items():
+        _admin(lb.admin_url, "POST", f"/admin/v2/namespaces/{tenant}/app/{path}", body)
+    for schema in (ORDERS_SCHEMA, ORDERS_SCHEMA_V2):
+        _admin(lb.admin_url, "POST", f"/admin/v2/schemas/{tenant}/app/orders/schema", schema)
     _admin(lb.admin_url, "PUT", f"/admin/v2/persistent/{tenant}/app/events/partitions", 3)
     rng = random.Random(7)
     owed: dict[str, dict[str, set[str]]] = {}
@@ -77,6 +87,11 @@ def _fill(lb: Target, tenant: str) -> dict[str, dict[str, set[str]]]:
                 prod.send(f"{topic.rsplit('/', 1)[1]}-{i}".encode(), partition_key=f"k{i % 7}",
                           ordering_key=f"o{i % 5}", properties={"i": str(i)}, event_timestamp=1_700_000_000_000 + i)
             owed[topic] = {}
+            if topic == plain:
+                for path, body in ORDERS_POLICIES.items():
+                    _admin(lb.admin_url, "POST", f"/admin/v2/persistent/{tenant}/app/orders/{path}", body)
+                _admin(lb.admin_url, "POST", f"/admin/v2/persistent/{tenant}/app/orders/permissions/auditor",
+                       ["produce"])
             for name, cons in subs.items():
                 keep = set()
                 for _ in range(n):
@@ -130,9 +145,15 @@ def test_migrate_copies_messages_and_subscription_positions(reference: Target, l
     assert _get(f"{ns}/schemaCompatibilityStrategy") == "FORWARD"
     assert _get(f"{ns}/deduplication") is True
     assert _get(f"{ns}/permissions")["reader"] == ["consume"]
-    schema = _get(f"{reference.admin_url}/admin/v2/schemas/{tenant}/app/orders/schema")
-    assert (schema["type"], json.loads(schema["data"]), schema["properties"]) == (
-        "JSON", json.loads(ORDERS_SCHEMA["schema"]), {"owner": "billing"})
+    for path, value in NAMESPACE_LIMITS.items():
+        assert _get(f"{ns}/{path}") == value, path
+    orders = f"{reference.admin_url}/admin/v2/persistent/{tenant}/app/orders"
+    for path, value in ORDERS_POLICIES.items():
+        assert _get(f"{orders}/{path}") == value, path
+    assert _get(f"{orders}/permissions")["auditor"] == ["produce"]
+    versions = _get(f"{reference.admin_url}/admin/v2/schemas/{tenant}/app/orders/schemas")["getSchemaResponses"]
+    assert [(int(v["version"]), v["type"], json.loads(v["data"]), v["properties"]) for v in versions] == [
+        (n, "JSON", json.loads(s["schema"]), {"owner": "billing"}) for n, s in enumerate((ORDERS_SCHEMA, ORDERS_SCHEMA_V2))]
     again = _migrate(letterbox_target, reference, "--tenant", tenant, "--verify")
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("(0 sent by this run)") == 5, again.stderr

@@ -27,7 +27,7 @@ from letterbox.migrate.plan import (
     acked_through,
     read_plan,
 )
-from letterbox.migrate.policies import copy_policies, copy_schema
+from letterbox.migrate.policies import copy_policies, copy_schema, copy_topic_policies
 from letterbox.migrate.positions import TargetAdmin, place
 
 __all__ = [
@@ -80,6 +80,7 @@ def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> lis
                 target.request("PUT", _path(t.name))
         for name in [*ns.partitioned, *(t.name for t in ns.topics if "-partition-" not in t.name)]:
             copy_schema(source, target, name)
+            copy_topic_policies(source, target, name)
     return report
 
 
