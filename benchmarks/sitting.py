@@ -39,7 +39,7 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
     runs = ["--runs", str(a.runs)]
     return {
         "peers": ["peers.py", "--json", *runs, *(["--w1", "20000", "--w2", "2000"] if a.quick else [])],
-        "capacity": ["capacity.py", "--json", *runs, *CAPACITY_CASES, "--duration", "20" if a.quick else "30"],
+        "capacity": ["capacity.py", "--json", *runs, *CAPACITY_CASES, "--duration", "30"],
         "failure": ["failure_throughput.py", "--json", *runs, "--messages", "2000" if a.quick else str(a.messages)],
     }
 
@@ -63,6 +63,10 @@ def _row(rows: list[dict[str, Any]], **match: str) -> dict[str, Any] | None:
     return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
 
 
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _fig(row: dict[str, Any] | None, key: str) -> float | None:
     return None if row is None else row.get(key)
 
@@ -74,12 +78,12 @@ def targets(res: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, float |
     def add(name: str, mine: float | None, theirs: float | None, unit: str, want: float, higher: bool,
             extra: bool = True) -> None:
         if mine is None or theirs is None:
-            out.append((name, "—" if mine is None else f"{mine:,.4g} {unit}",
-                        "—" if theirs is None else f"{theirs:,.4g} {unit}", None, "not measured"))
+            out.append((name, "—" if mine is None else f"{_num(mine)} {unit}",
+                        "—" if theirs is None else f"{_num(theirs)} {unit}", None, "not measured"))
             return
         ratio = mine / theirs if theirs else float("inf")
         met = (ratio >= want if higher else ratio <= want) and extra
-        out.append((name, f"{mine:,.4g} {unit}", f"{theirs:,.4g} {unit}", ratio, "met" if met else "missed"))
+        out.append((name, f"{_num(mine)} {unit}", f"{_num(theirs)} {unit}", ratio, "met" if met else "missed"))
 
     cap = res.get("capacity")
     if cap:
