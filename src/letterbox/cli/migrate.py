@@ -137,6 +137,7 @@ def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source
     from letterbox import migrate as m
 
     at = ["the target's tenants and namespaces"]
+    problems: list[Any] = []
     try:
         def told(topic: str, sent: int, total: int) -> None:
             at[0] = topic
@@ -145,6 +146,9 @@ def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source
         try:
             for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note, timeout_s * 1000):
                 click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
+            if check:
+                at[0] = "the verification"
+                problems = m.verify(plan, source_admin, target_admin, source, target)
         except (m.CopyInterrupted, pulsar.PulsarException, AdminUnreachable, AdminApiError) as exc:
             if isinstance(exc, AdminApiError) and exc.status < 500:
                 raise
@@ -153,7 +157,6 @@ def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source
             raise click.ClickException(f"migrate stopped at {at[0]}: {detail}; what was copied stays: run the same "
                                        "command again once both brokers answer, it resumes there") from None
         if check:
-            problems = m.verify(plan, source_admin, target_admin, source, target)
             for p in problems:
                 click.echo(f"differs: {p.what} {p.name}: source {p.source}, target {p.target}", err=True)
             if problems:
