@@ -43,11 +43,12 @@ def get_json(url: str) -> Any:
         return json.load(r)
 
 
-def run_migrate(src: Target, dst: Target, *args: str) -> subprocess.CompletedProcess[str]:
+def run_migrate(src: Target, dst: Target, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`letterbox migrate` from `src` to `dst` in a child process; TimeoutExpired when it hangs."""
     cmd = [sys.executable, "-m", "letterbox", "migrate", "--service-url", src.service_url, "--admin-url",
            src.admin_url, "--target-url", dst.service_url, "--target-admin-url", dst.admin_url, *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LETTERBOX_")}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def fill(lb: Target, tenant: str) -> Owed:

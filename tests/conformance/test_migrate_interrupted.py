@@ -7,6 +7,7 @@ consumer receives exactly what it owed."""
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -68,7 +69,10 @@ def test_target_cut_mid_copy_then_rerun_sends_each_message_once(reference: Targe
                       on_cut=admin.cut).start()
     via = Target("pulsar", f"pulsar://{binary.url_host}", f"http://{admin.url_host}")
     try:
-        first = run_migrate(letterbox_target, via, "--tenant", tenant, "--target-timeout", "3")
+        try:  # it stops within its --target-timeout of the cut, and a few seconds of start-up
+            first = run_migrate(letterbox_target, via, "--tenant", tenant, "--target-timeout", "3", timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"migrate still ran 60 s after starting (cut: {binary.was_cut.is_set()})")
         assert binary.was_cut.is_set(), f"the copy ended before the cut ({binary.bytes_up} bytes)"
         assert first.returncode == 1, first.stdout + first.stderr
         assert "Traceback" not in first.stderr, first.stderr
