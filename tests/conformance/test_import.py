@@ -158,3 +158,29 @@ def test_import_mistakes_get_one_line_errors(reference: Target, letterbox_target
     nameless = _cli(letterbox_target, "redrive-back", f"persistent://public/default/nameless-{uuid.uuid4().hex[:6]}",
                     "--pulsar-url", reference.service_url)
     assert nameless.returncode == 0 and "sent 0 messages" in nameless.stdout, nameless.stdout + nameless.stderr
+
+
+def test_redrive_back_finds_a_missing_namespace_before_sending(reference: Target, letterbox_target: Target) -> None:
+    tenant = f"back-{uuid.uuid4().hex[:8]}"
+    _namespace(reference, tenant, dedup=True)
+    _namespace(letterbox_target, tenant, dedup=False)
+    there, missing = f"persistent://{tenant}/ns/orders", f"persistent://{tenant}/gone/orders"
+    local = f"persistent://{tenant}/ns/home"
+    with client(letterbox_target) as c:  # the message for the missing namespace comes third
+        c.subscribe(local, "hold").close()  # keeps the messages
+        producer = c.create_producer(local, batching_enabled=False)
+        for i, real in enumerate((there, there, missing, there)):
+            producer.send(f"m{i}".encode(), properties={"REAL_TOPIC": real})
+    pulsar_opts = ["--pulsar-url", reference.service_url]
+    for extra in ([], ["--pulsar-admin-url", reference.admin_url]):
+        refused = _cli(letterbox_target, "redrive-back", local, *pulsar_opts, *extra)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert f"Apache Pulsar has no namespace {tenant}/gone" in refused.stderr, refused.stderr
+    with urllib.request.urlopen(f"{reference.admin_url}/admin/v2/persistent/{tenant}/ns", timeout=30) as r:
+        assert there not in json.load(r), "a message was sent before the refusal"
+    _admin(reference.admin_url, "PUT", f"/admin/v2/namespaces/{tenant}/gone")
+    done = _cli(letterbox_target, "redrive-back", local, *pulsar_opts)
+    assert done.returncode == 0 and "sent 4 messages" in done.stdout, done.stdout + done.stderr
+    assert [m.data() for m in _read(reference, there)] == [b"m0", b"m1", b"m3"]
+    assert [m.data() for m in _read(reference, missing)] == [b"m2"]

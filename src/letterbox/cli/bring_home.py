@@ -6,7 +6,8 @@
 # --pulsar-* options. Both are safe to rerun: the receiving namespace's deduplication stores a
 # message sent twice once (switched on locally; on Pulsar a note says when it is off). Both ends
 # are checked before the first write (copy_checks): each answers and takes its credentials,
-# Pulsar is recent enough, and the local namespace an import writes into exists.
+# Pulsar is recent enough, the local namespace an import writes into exists, and so does every
+# namespace on Pulsar a redrive-back writes into (each message's REAL_TOPIC, read beforehand).
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -17,7 +18,13 @@ import click
 
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions, AuthOptionsError
-from letterbox.cli.copy_checks import End, check_admin, check_broker, check_namespace
+from letterbox.cli.copy_checks import (
+    End,
+    check_admin,
+    check_broker,
+    check_namespace,
+    check_topic_namespace,
+)
 from letterbox.cli.http import AdminApiError, AdminClient
 from letterbox.cli.migrate import open_client
 from letterbox.cli.params import TIME_HELP, parse_time_ms
@@ -137,13 +144,14 @@ def import_(topic: str, pulsar_url: str, pulsar_auth_token: str | None,
 @click.argument("topic")
 @_pulsar_options
 @click.option("--to", "to", help="The Pulsar topic to send every message to (default: each one's REAL_TOPIC).")
-@click.option("--pulsar-admin-url", help="The Pulsar cluster's admin URL: with --to, say when the namespace "
-              "has no deduplication.")
+@click.option("--pulsar-admin-url", help="The Pulsar cluster's admin URL: check the namespaces written to on it, "
+              "and say when one has no deduplication.")
 @_local_options
 @auth_options
 def redrive_back(topic: str, pulsar_url: str, pulsar_admin_url: str | None, pulsar_auth_token: str | None,
                  pulsar_tls_trust_certs: str | None, to: str | None, service_url: str, admin_url: str) -> None:
     """Send the messages of local TOPIC (imported dead letters) back to their source topics on Apache Pulsar."""
+    from letterbox.migrate.bring_home import destinations
     from letterbox.migrate.bring_home import redrive_back as send_back
 
     local_topic = _topic(topic, "'TOPIC'")
@@ -154,11 +162,18 @@ def redrive_back(topic: str, pulsar_url: str, pulsar_admin_url: str | None, puls
     if pulsar_admin is not None:
         check_admin(PULSAR, pulsar_admin, pulsar=not answer.is_letterbox)
     check_broker(LOCAL, service_url, current_auth(), pulsar=False)
-    if pulsar_admin is not None and target:
-        namespace = TopicName.parse(target).namespace_name
-        check_namespace(PULSAR, pulsar_admin, namespace, "create it on Pulsar, or give --to a topic of another")
-        _note_deduplication(pulsar_admin, target)
     with _clients(pulsar_url, pulsar_auth, service_url) as (pulsar, local):
+        # every namespace a message goes to is checked before the first message is sent
+        hint = ("create it on Pulsar, or give --to a topic of another" if target else
+                "create it on Pulsar, or send the messages to another topic with --to")
+        by_namespace = {TopicName.parse(t).namespace_name: t
+                        for t in sorted([target] if target else destinations(local, local_topic))}
+        for namespace, dest in sorted(by_namespace.items()):
+            if pulsar_admin is not None:
+                check_namespace(PULSAR, pulsar_admin, namespace, hint)
+                _note_deduplication(pulsar_admin, dest)
+            else:
+                check_topic_namespace(PULSAR, pulsar, dest, hint)
         copied = send_back(local, pulsar, local_topic, target, _progress(local_topic))
     click.echo(f"\rsent {copied.messages} messages of {local_topic} back to Pulsar ({copied.sent} by this run)")
 

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -23,6 +23,7 @@ from letterbox.migrate.probe import (
     probe,
     version_tuple,
 )
+from letterbox.topic_name import TopicName
 from letterbox.usage_errors import OneLineUsageError
 
 MIN_PULSAR = ".".join(map(str, MIN_PULSAR_VERSION))
@@ -108,6 +109,17 @@ def check_namespace(end: End, admin: AdminClient, namespace: str, create_hint: s
                f"{tenant} (check {end.token_option})")
     if namespace not in set(have or []):
         refuse(f"{end.who} has no namespace {namespace}: {create_hint}")
+
+
+def check_topic_namespace(end: End, client: Any, topic: str, hint: str) -> None:
+    """The namespace of `topic` exists on the broker of the official `client`, asked on the binary
+    protocol (a partitioned-metadata lookup: it creates nothing); a refusal otherwise."""
+    import pulsar
+
+    try:
+        client.get_topic_partitions(topic)
+    except pulsar.TopicNotFound:  # Pulsar's answer for a namespace (or tenant) it does not have
+        refuse(f"{end.who} has no namespace {TopicName.parse(topic).namespace_name} (for {topic}): {hint}")
 
 
 def check_ends(checks: list[tuple[End, AdminClient | None, str | None, AuthOptions, bool]]) -> None:

@@ -5,7 +5,9 @@
 # private broker for the time of the migration: migrate.stopped_source); the target is reached
 # with its own --target-* options. Both ends are checked before the first write (copy_checks).
 # Safe to interrupt and run again; --dry-run prints the plan and writes nothing; --verify
-# compares both sides afterwards (exit 1 when they differ).
+# compares both sides afterwards (exit 1 when they differ). A broker that goes away part-way
+# (the target not storing a send within --target-timeout, a client or admin call failing) ends the
+# run with one line naming the topic it stopped at, exit status 1: the rerun resumes there.
 from __future__ import annotations
 
 import os
@@ -20,7 +22,7 @@ from click.core import ParameterSource
 from letterbox.auth_flags import auth_options, current_auth
 from letterbox.auth_options import AuthOptions, AuthOptionsError
 from letterbox.cli.copy_checks import End, check_admin, check_broker, missing_tenants, note, refuse
-from letterbox.cli.http import AdminClient
+from letterbox.cli.http import AdminApiError, AdminClient, AdminUnreachable
 from letterbox.default_urls import (
     ADMIN_URL_ENV,
     DEFAULT_ADMIN_URL,
@@ -29,15 +31,16 @@ from letterbox.default_urls import (
 )
 
 
-def open_client(url: str, auth: AuthOptions) -> Any:
-    """The official client on `url`, quiet; a URL it refuses is a usage error."""
+def open_client(url: str, auth: AuthOptions, timeout_s: int = 30) -> Any:
+    """The official client on `url`, quiet, its operations bounded by `timeout_s`; a URL it
+    refuses is a usage error."""
     import pulsar
 
     # the client's own logger, errors only (a Python logger can abort the process at exit:
     # apache/pulsar-client-python#256)
     quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
     try:
-        return pulsar.Client(url, operation_timeout_seconds=30, logger=quiet, **auth.client_kwargs())
+        return pulsar.Client(url, operation_timeout_seconds=timeout_s, logger=quiet, **auth.client_kwargs())
     except Exception as exc:  # the client refuses a malformed URL at once
         raise click.UsageError(f"cannot use {url!r} as a service URL: {exc}") from None
 
@@ -85,6 +88,8 @@ def _source(data_dir: Path | None, service_url: str, admin_url: str) -> Iterator
 @click.option("--target-auth-token", envvar="LETTERBOX_TARGET_AUTH_TOKEN", help="A token for the target (env LETTERBOX_TARGET_AUTH_TOKEN).")
 @click.option("--target-tls-trust-certs", type=click.Path(dir_okay=False, exists=True),
               help="CA certificate(s), PEM, of the target's TLS certificate.")
+@click.option("--target-timeout", type=click.IntRange(1, 3600), default=30, show_default=True,
+              help="Seconds the target may leave a request unanswered before migrate stops (rerun to resume).")
 @click.option("--tenant", "tenants", multiple=True, help="Migrate only this tenant (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Check both ends and print what would be migrated; write nothing.")
 @click.option("--verify", "check", is_flag=True, help="After migrating, compare both sides.")
@@ -92,7 +97,7 @@ def _source(data_dir: Path | None, service_url: str, admin_url: str) -> Iterator
 @click.pass_context
 def migrate(ctx: click.Context, service_url: str, admin_url: str, data_dir: Path | None, target_url: str,
             target_admin_url: str, target_auth_token: str | None, target_tls_trust_certs: str | None,
-            tenants: tuple[str, ...], dry_run: bool, check: bool) -> None:
+            target_timeout: int, tenants: tuple[str, ...], dry_run: bool, check: bool) -> None:
     """Copy this broker's topics, messages and subscription positions to Apache Pulsar."""
     from letterbox import migrate as m
 
@@ -121,22 +126,37 @@ def migrate(ctx: click.Context, service_url: str, admin_url: str, data_dir: Path
             for line in plan.describe():
                 click.echo(line)
             return
-        _run(plan, source_admin, target_admin, open_client(src_url, source_auth), open_client(target_url, target_auth),
-             check)
+        _run(plan, source_admin, target_admin, open_client(src_url, source_auth),
+             open_client(target_url, target_auth, target_timeout), check, target_timeout)
 
 
 def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source: Any, target: Any,
-         check: bool) -> None:
+         check: bool, timeout_s: int) -> None:
+    import pulsar
+
     from letterbox import migrate as m
 
+    at = ["the target's tenants and namespaces"]
+    problems: list[Any] = []
     try:
         def told(topic: str, sent: int, total: int) -> None:
+            at[0] = topic
             click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)
 
-        for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note):
-            click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
+        try:
+            for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note, timeout_s * 1000):
+                click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
+            if check:
+                at[0] = "the verification"
+                problems = m.verify(plan, source_admin, target_admin, source, target)
+        except (m.CopyInterrupted, pulsar.PulsarException, AdminUnreachable, AdminApiError) as exc:
+            if isinstance(exc, AdminApiError) and exc.status < 500:
+                raise
+            detail = (exc.format_message() if isinstance(exc, click.ClickException) else str(exc)) or type(exc).__name__
+            click.echo(err=True)  # after the progress line
+            raise click.ClickException(f"migrate stopped at {at[0]}: {detail}; what was copied stays: run the same "
+                                       "command again once both brokers answer, it resumes there") from None
         if check:
-            problems = m.verify(plan, source_admin, target_admin, source, target)
             for p in problems:
                 click.echo(f"differs: {p.what} {p.name}: source {p.source}, target {p.target}", err=True)
             if problems:

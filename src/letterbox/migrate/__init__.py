@@ -15,7 +15,9 @@ from typing import Any
 from letterbox.migrate.copy import (
     MIGRATED_MESSAGE_ID,
     MIGRATED_PUBLISH_TIME,
+    SEND_TIMEOUT_MS,
     Copied,
+    CopyInterrupted,
     Survey,
     copy_topic,
     survey,
@@ -33,7 +35,9 @@ from letterbox.migrate.positions import TargetAdmin, place
 __all__ = [
     "MIGRATED_MESSAGE_ID",
     "MIGRATED_PUBLISH_TIME",
+    "SEND_TIMEOUT_MS",
     "Copied",
+    "CopyInterrupted",
     "MigrationPlan",
     "Mismatch",
     "SubscriptionPosition",
@@ -86,10 +90,11 @@ def prepare_target(plan: MigrationPlan, source: Any, target: TargetAdmin) -> lis
 
 def migrate(plan: MigrationPlan, source_admin: Any, target_admin: TargetAdmin, source: Any, target: Any,
             progress: Callable[[str, int, int], None] | None = None,
-            report: Callable[[str], None] | None = None) -> list[Copied]:
+            report: Callable[[str], None] | None = None, send_timeout_ms: int = SEND_TIMEOUT_MS) -> list[Copied]:
     """Carry out `plan`: `source`/`target` are official `pulsar.Client`s of the two brokers.
     `progress(topic, sent, total)` is told as each topic's copy goes on; `report(line)` what
-    becomes of each letterbox-only policy."""
+    becomes of each letterbox-only policy. A target that stops answering for `send_timeout_ms`
+    ends the copy with CopyInterrupted (or the client's own error, or the admin client's)."""
     for line in prepare_target(plan, source_admin, target_admin):
         if report is not None:
             report(line)
@@ -99,7 +104,8 @@ def migrate(plan: MigrationPlan, source_admin: Any, target_admin: TargetAdmin, s
             if progress is not None:
                 progress(t.name, sent, t.entries)
 
-        done.append(copy_topic(source, target, t.name, told))
+        told(0)
+        done.append(copy_topic(source, target, t.name, told, send_timeout_ms))
         place(target_admin, target, t)
     return done
 

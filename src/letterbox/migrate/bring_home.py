@@ -5,7 +5,8 @@
 #   time window: the dead-letter time where the message has one, else its publish time), each
 #   with its Pulsar id and publish time as MIGRATED_MESSAGE_ID / MIGRATED_PUBLISH_TIME.
 # - redrive_back: letterbox -> Pulsar, each imported message to its REAL_TOPIC (or one topic
-#   given), without its attempt and dead-letter stamps, as a redrive sends it.
+#   given), without its attempt and dead-letter stamps, as a redrive sends it; `destinations`
+#   lists those REAL_TOPICs beforehand, so their namespaces are checked before anything is sent.
 # Both are copies (copy.copy_messages): one producer per destination with a name fixed by the
 # copy (the selection included), sequence ids from source positions; with deduplication on the
 # receiving namespace a rerun after any interruption sends each message once.
@@ -25,6 +26,7 @@ from letterbox.migrate.copy import (
     Copied,
     copy_messages,
     migrated_properties,
+    read_all,
 )
 
 
@@ -79,17 +81,28 @@ def back_properties(msg: Any) -> dict[str, str]:
     return props
 
 
+def _real_topic(msg: Any, local_topic: str) -> str:
+    target = msg.properties().get(REAL_TOPIC)
+    if not target:
+        raise ValueError(f"message {msg.message_id()} of {local_topic} names no source topic "
+                         f"({REAL_TOPIC}); give one with --to")
+    return str(target)
+
+
+def destinations(local: Any, local_topic: str) -> set[str]:
+    """The REAL_TOPICs the messages of letterbox's `local_topic` go back to (one read, nothing
+    sent): for checking each one's namespace on Pulsar before the first message is. A message
+    without one raises ValueError naming it."""
+    return {_real_topic(msg, local_topic) for msg in read_all(local, local_topic)}
+
+
 def redrive_back(local: Any, pulsar: Any, local_topic: str, to: str | None = None,
                  progress: Callable[[int], None] | None = None) -> Copied:
     """Send letterbox's `local_topic` (imported dead letters) to their source topics on Pulsar: each
     message's REAL_TOPIC, or `to`. A message with neither stops the copy there, naming it (what
     came before it is sent; a rerun with `to` sends the rest)."""
     def destination(msg: Any) -> str:
-        target = to or msg.properties().get(REAL_TOPIC)
-        if not target:
-            raise ValueError(f"message {msg.message_id()} of {local_topic} names no source topic "
-                             f"({REAL_TOPIC}); give one with --to")
-        return str(target)
+        return to or _real_topic(msg, local_topic)
 
     return copy_messages(local, pulsar, local_topic, destination, lambda dst: _name("redrive-back", local_topic, dst),
                          properties=back_properties, progress=progress)

@@ -8,6 +8,8 @@
 # source trimmed from the head of the topic in between.
 # Invariant: messages reach the target in the source's order (one unbatched producer per topic or
 # partition, each send waited for before the next run of sends is counted done).
+# A target that goes away stops the copy within `send_timeout_ms` with CopyInterrupted (the
+# client reconnects meanwhile, and resends what it holds, should the target come back in time).
 from __future__ import annotations
 
 import hashlib
@@ -19,6 +21,12 @@ MIGRATED_MESSAGE_ID = "MIGRATED_MESSAGE_ID"
 MIGRATED_PUBLISH_TIME = "MIGRATED_PUBLISH_TIME"
 OWN_PROPERTIES = frozenset({MIGRATED_MESSAGE_ID, MIGRATED_PUBLISH_TIME})
 READ_TIMEOUT_MS = 10_000
+SEND_TIMEOUT_MS = 30_000
+
+
+class CopyInterrupted(RuntimeError):
+    """A copy stopped part-way (a refused send, or a broker that stopped answering); what was
+    stored stays, and a rerun resumes after it."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +67,11 @@ def read_all(client: Any, topic: str) -> Iterator[Any]:
         reader.close()
 
 
-def copy_topic(source: Any, target: Any, topic: str, progress: Callable[[int], None] | None = None) -> Copied:
+def copy_topic(source: Any, target: Any, topic: str, progress: Callable[[int], None] | None = None,
+               send_timeout_ms: int = SEND_TIMEOUT_MS) -> Copied:
     """Copy `topic`'s retained messages from the `source` client to the `target` client."""
-    return copy_messages(source, target, topic, lambda _msg: topic, lambda _dst: producer_name(topic), progress=progress)
+    return copy_messages(source, target, topic, lambda _msg: topic, lambda _dst: producer_name(topic),
+                         progress=progress, send_timeout_ms=send_timeout_ms)
 
 
 def migrated_properties(msg: Any) -> dict[str, str]:
@@ -76,13 +86,14 @@ def migrated_properties(msg: Any) -> dict[str, str]:
 def copy_messages(
     source: Any, target: Any, topic: str, destination: Callable[[Any], str], name_of: Callable[[str], str],
     keep: Callable[[Any], bool] = lambda _msg: True, properties: Callable[[Any], dict[str, str]] = migrated_properties,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None, send_timeout_ms: int = SEND_TIMEOUT_MS,
 ) -> Copied:
     """Copy the retained messages of `topic` that `keep` admits, in order, each to the target topic
     `destination(msg)`, by one producer per destination named `name_of(destination)`. Each message's
-    sequence id is its source position, so a destination's producer skips what it stored before."""
+    sequence id is its source position, so a destination's producer skips what it stored before.
+    A send not stored within `send_timeout_ms` ends the copy (CopyInterrupted)."""
     producers: dict[str, tuple[Any, int]] = {}
-    failures = _Failures(topic)
+    failures = _Failures(topic, send_timeout_ms)
     n = sent = 0
     try:
         for msg in read_all(source, topic):
@@ -92,7 +103,8 @@ def copy_messages(
             dst = destination(msg)
             if dst not in producers:
                 producer = target.create_producer(dst, producer_name=name_of(dst), batching_enabled=False,
-                                                  block_if_queue_full=True, send_timeout_millis=0)
+                                                  block_if_queue_full=True,
+                                                  send_timeout_millis=send_timeout_ms)
                 producers[dst] = (producer, producer.last_sequence_id())  # -1 first; the last stored on a rerun
             producer, last = producers[dst]
             seq = sequence_of(msg)
@@ -113,8 +125,13 @@ def copy_messages(
 
 def _flush(producers: dict[str, tuple[Any, int]], failures: _Failures, progress: Callable[[int], None] | None,
            sent: int) -> None:
+    import pulsar
+
     for producer, _ in producers.values():
-        producer.flush()
+        try:
+            producer.flush()
+        except pulsar.PulsarException as exc:  # a send failed: its callback says why
+            failures.note(exc, None)
     failures.check()
     if progress is not None:
         progress(sent)
@@ -127,20 +144,22 @@ def _bytes(value: str | bytes | None) -> bytes:
 class _Failures:
     """The send callbacks' verdicts: the first failure ends the copy (a rerun resumes it)."""
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, send_timeout_ms: int) -> None:
         self.topic = topic
+        self.send_timeout_ms = send_timeout_ms
         self.first: str | None = None
 
     def note(self, result: Any, _message_id: Any) -> None:
         import pulsar
 
-        if result != pulsar.Result.Ok and self.first is None:
-            self.first = str(result)
+        if result == pulsar.Result.Ok or self.first is not None:
+            return
+        timed_out = result == pulsar.Result.Timeout or isinstance(result, pulsar.Timeout)
+        self.first = f"no answer within {self.send_timeout_ms / 1000:g} s" if timed_out else str(result)
 
     def check(self) -> None:
         if self.first is not None:
-            raise RuntimeError(f"the target refused a message copied from {self.topic}: {self.first}; "
-                               "run the same command again to resume")
+            raise CopyInterrupted(f"the target did not store a message copied from {self.topic} ({self.first})")
 
 
 @dataclass(frozen=True)
