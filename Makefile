@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth bench-sitting clean browser fuse \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth bench-sitting bench-go bench-go-perf clean browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -168,6 +168,14 @@ bench-java:
 
 bench-failure: $(CODECS_STAMP) pulsar-fetch bench-java
 	$(BIN)/python benchmarks/failure_throughput.py
+
+# the official Go client's perf tool (benchmarks/goperf pins the client version), and capacity
+# measured with it as a second opinion beside pulsar-perf (benchmarks/capacity_go.py)
+bench-go:
+	cd benchmarks/goperf && GOFLAGS=-mod=mod go build -o ../../build/pulsar-perf-go github.com/apache/pulsar-client-go/perf
+
+bench-go-perf: $(CODECS_STAMP) pulsar-fetch bench-go
+	$(BIN)/python benchmarks/capacity_go.py
 
 # peers, capacity and failure one after another, checked against the performance targets
 # (benchmarks/sitting.py; each step's JSON into build/sitting)

@@ -14,6 +14,8 @@ Runs, one after another on this machine, each system started fresh by the script
               peak RSS), with each system's start to first receipt
   failure     benchmarks/failure_throughput.py: the Java client's load, redeliveries, dead-letter
               moves and redrive per second, letterbox broker-side beside Pulsar's client policy
+  go          (only when asked: --steps ...,go) benchmarks/capacity_go.py: the Go client's perf
+              tool as a second opinion on the maximum batched rate
 
 each with --runs runs (figures are medians), and saves each script's JSON in --out. Then prints
 one table: each target, the two figures, their ratio and whether it is met. The machine's pace
@@ -30,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-STEPS = ("peers", "capacity", "failure")
+STEPS = ("peers", "capacity", "failure", "go")
+DEFAULT_STEPS = ("peers", "capacity", "failure")
 CAPACITY_CASES = ["--cases", "max,rate", "--sizes", "100", "--producers", "1", "--partitions", "0",
                   "--rates", "5000"]
 
@@ -41,6 +44,7 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         "peers": ["peers.py", "--json", *runs, *(["--w1", "20000", "--w2", "2000"] if a.quick else [])],
         "capacity": ["capacity.py", "--json", *runs, *CAPACITY_CASES, "--duration", "30"],
         "failure": ["failure_throughput.py", "--json", *runs, "--messages", "2000" if a.quick else str(a.messages)],
+        "go": ["capacity_go.py", "--json", *runs, "--duration", "30" if a.quick else "40"],
     }
 
 
@@ -107,6 +111,11 @@ def targets(res: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, float |
         exact = lb is not None and lb["exact_runs"] == lb["runs"]
         add("dead-letter moves/s (≥ 2 x Pulsar, exact)", _fig(lb, "moves_per_s"), _fig(pu, "moves_per_s"),
             "msg/s", 2.0, True, exact)
+    go = res.get("go")
+    if go:
+        lb, pu = _row(go["rows"], system="letterbox"), _row(go["rows"], system="pulsar")
+        add("Go perf tool max rate, batched (second opinion, ≥ 1.0 x Pulsar)", _fig(lb, "publish_msg_s"),
+            _fig(pu, "publish_msg_s"), "msg/s", 1.0, True)
     peers = res.get("peers")
     if peers:
         rows = peers["rows"]
@@ -130,7 +139,8 @@ def table(rows: list[tuple[str, str, str, float | None, str]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, in this order: {', '.join(STEPS)}")
+    ap.add_argument("--steps", default=",".join(DEFAULT_STEPS),
+                    help=f"comma-separated, in this order: {', '.join(STEPS)} (go: `make bench-go` first)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--messages", type=int, default=50_000, help="N of the failure step")
     ap.add_argument("--quick", action="store_true", help="small figures and one run: checks the steps work")
