@@ -20,6 +20,7 @@ from typing import Protocol
 
 from .attempt_log import AttemptChanges
 from .cache import Row, row_of
+from .delivery_rows import DeliveryChanges, delete_rows
 from .entry import Entry
 from .errors import LedgerClosedError
 
@@ -200,6 +201,7 @@ class DeleteLedgerOp(WriteOp):
         conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ?", lid)
+        delete_rows(conn, "ledger_id = ?", lid)
         conn.execute("DELETE FROM compacted_entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM producer_seq WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", lid)
@@ -241,19 +243,22 @@ class TrimOp(WriteOp):
 
 
 class CursorWriteOp(WriteOp):
-    """Rewrite one cursor's whole state record (serialized on the loop thread), and the
-    rows of its attempt log that changed (`attempts`, attempt_log.py).
-    `failed` (optional) runs on the loop thread if the write did not commit."""
+    """Rewrite one cursor's record (cursor_record.py, serialized on the loop thread), and the
+    rows of its delivery state and attempt log that changed (`deliveries`, delivery_rows.py;
+    `attempts`, attempt_log.py). `failed` (optional) runs on the loop thread if the write did
+    not commit."""
 
-    __slots__ = ("attempts", "failed", "ledger_id", "name", "state")
+    __slots__ = ("attempts", "deliveries", "failed", "ledger_id", "name", "state")
 
     def __init__(self, ledger_id: int, name: str, state: bytes,
-                 failed: Callable[[], None] | None = None, attempts: AttemptChanges | None = None) -> None:
+                 failed: Callable[[], None] | None = None, attempts: AttemptChanges | None = None,
+                 deliveries: DeliveryChanges | None = None) -> None:
         self.ledger_id = ledger_id
         self.name = name
         self.state = state
         self.failed = failed
         self.attempts = attempts
+        self.deliveries = deliveries
 
     def ledgers(self) -> tuple[int, ...]:
         return (self.ledger_id,)
@@ -264,6 +269,8 @@ class CursorWriteOp(WriteOp):
             "ON CONFLICT (ledger_id, name) DO UPDATE SET state = excluded.state",
             (self.ledger_id, self.name, self.state),
         )
+        if self.deliveries is not None:
+            self.deliveries.apply(conn, self.ledger_id, self.name)
         ch = self.attempts
         if ch is not None:
             key = (self.ledger_id, self.name)
@@ -301,6 +308,7 @@ class DeleteCursorOp(WriteOp):
         conn.execute(
             "DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", (self.ledger_id, self.name)
         )
+        delete_rows(conn, "ledger_id = ? AND cursor = ?", (self.ledger_id, self.name))
 
 
 class MetadataOp(WriteOp):
