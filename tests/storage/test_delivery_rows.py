@@ -5,15 +5,18 @@ delivery state (version 2, before the rows) opens with its counts, times and bac
 and moves them into rows with its next write."""
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import textwrap
 from pathlib import Path
 
+import pytest
 from storage_helpers import run_printing_child, run_with_store
 
 from letterbox.storage import Store
 from letterbox.storage.managed_cursor import ManagedCursor
+from letterbox.storage.ops import WriteOp
 from letterbox.storage.schema import db_path
 
 ENTRIES = 300
@@ -34,7 +37,7 @@ def _record(path: Path) -> dict[str, object]:
 def test_a_write_carries_only_the_rows_that_changed(tmp_path: Path) -> None:
     async def body(store: Store) -> None:
         led = store.open_ledger("t")
-        for i in range(ENTRIES):
+        for _i in range(ENTRIES):
             await led.append(b"m", 1, 1000)
         c = led.open_cursor("s", "earliest")
         c.deliveries.delivered_run(list(range(ENTRIES)), 5000)
@@ -76,18 +79,18 @@ CHILD = textwrap.dedent(
     from letterbox.storage import Store
 
     async def main():
-        store = Store(Path(sys.argv[1]), sync="full")
+        store, n = Store(Path(sys.argv[1]), sync="full"), int(sys.argv[2])
         await store.start()
         led, dlq = store.open_ledger("t"), store.open_ledger("dlq")
-        for i in range(%(n)d):
+        for i in range(n):
             led.append(b"m", 1, 1000)
         c = led.open_cursor("s", "earliest")
         await store.barrier()
         r = 0
         while True:
             r += 1
-            c.increment_redelivery([e for e in range(%(n)d) if e %% (r %% 7 + 2) == 0])
-            if r %% 2:
+            c.increment_redelivery([e for e in range(n) if e % (r % 7 + 2) == 0])
+            if r % 2:
                 await c.write_now()
             else:
                 c.write_by_caller()
@@ -96,12 +99,12 @@ CHILD = textwrap.dedent(
                 txn.append(dlq, b"x", 1, 1000)
                 txn.ack(c, [r])
                 await txn.commit()
-            c.ack([%(n)d - r])
+            c.ack([n - r])
             await c.flush()
             print(r, flush=True)
 
     asyncio.run(main())
-    """ % {"n": ENTRIES}
+    """
 )
 
 
@@ -119,7 +122,7 @@ def _expected(rounds: int) -> dict[int, int]:
 
 
 def test_counts_written_as_rows_survive_a_kill_9(tmp_path: Path) -> None:
-    printed, _ = run_printing_child(CHILD, [str(tmp_path)], 40)
+    printed, _ = run_printing_child(CHILD, [str(tmp_path), str(ENTRIES)], 40)
     assert len(printed) >= 40, "child died early"
     last = max(printed)
 
@@ -189,3 +192,41 @@ def test_a_data_dir_with_version_2_records_opens_and_moves_to_rows(tmp_path: Pat
         assert c.properties == {"p": 5, "q": 1}
 
     run_with_store(tmp_path, again)
+
+
+class _BoomOp(WriteOp):
+    def apply(self, conn: sqlite3.Connection, fenced: set[int]) -> None:
+        raise RuntimeError("boom")
+
+
+def test_flush_writes_only_what_is_unwritten_and_again_after_a_failed_write(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        for _ in range(3):
+            await led.append(b"m", 1, 1000)
+        c = led.open_cursor("s", "earliest")
+        await c.flush()
+        ops: list[list[WriteOp]] = []
+        submit = store._submit
+
+        def recording(batch: list[WriteOp], result: object, boom: bool = False) -> asyncio.Future[object]:
+            ops.append(list(batch))
+            return submit([*batch, _BoomOp()] if boom else batch, result)
+
+        store._submit = recording  # type: ignore[method-assign,assignment]
+        await c.flush()  # nothing unwritten: it waits for what holds the state, writes nothing
+        assert ops == [[]]
+        c.increment_redelivery([1])
+        store._submit = lambda b, r: recording(b, r, boom=True)  # type: ignore[method-assign,assignment,misc]
+        failing = c.write_now()  # its write will not commit
+        assert failing is not None
+        store._submit = recording  # type: ignore[method-assign,assignment]
+        await c.flush()  # nothing unwritten when it began, but the write it waited for failed
+        with pytest.raises(RuntimeError, match="boom"):
+            await failing
+        assert _rows(tmp_path) == {1: (1, None, None, None, None)}, "durable when flush() returned"
+        assert ops[-1] == [] and ["CursorWriteOp"] in [[type(op).__name__ for op in b] for b in ops[2:]]
+        store._submit = submit  # type: ignore[method-assign]
+
+    run_with_store(tmp_path, body)
+    assert _rows(tmp_path) == {1: (1, None, None, None, None)}

@@ -166,6 +166,9 @@ class AttemptLog:
         self._changed.clear()
         return changes
 
+    def has_changes(self) -> bool:
+        return self._all or bool(self._changed)
+
     def drop_changes(self) -> None:
         """Forget the changes made so far: a write made elsewhere holds them."""
         self._changed.clear()

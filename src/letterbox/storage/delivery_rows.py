@@ -7,8 +7,9 @@
 #   index_counts  JSON [[batch index, count], ...] of its acknowledged batch messages (NULL: none)
 # A cursor write carries the rows of the entries that changed since its last write
 # (DeliveryChanges, built on the loop thread when the write op is made), applied by the
-# writer in the same transaction as the cursor's record: a redelivery writes the rows of
-# the entries it counted, never the whole delivery state.
+# writer in the same transaction as the cursor's record (in statements of many rows,
+# row_statements.py): a redelivery writes the rows of the entries it counted, never the
+# whole delivery state.
 # Invariant: after a write commits, the rows of a cursor are exactly its delivery state as
 # of that write, for every entry the write or an earlier committed one named.
 from __future__ import annotations
@@ -18,16 +19,17 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from .row_statements import delete_keys, execute_rows
+
 # (entry_id, count, first_ms, last_ms, due_ms, index_counts)
 Row = tuple[int, int, int | None, int | None, int | None, str | None]
 
-_UPSERT = (
-    "INSERT INTO deliveries (ledger_id, cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET "
-    "count = excluded.count, first_ms = excluded.first_ms, last_ms = excluded.last_ms, "
-    "due_ms = excluded.due_ms, index_counts = excluded.index_counts"
+_INSERT = "INSERT INTO deliveries (ledger_id, cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts)"
+_ON_CONFLICT = (
+    " ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET count = excluded.count, first_ms = excluded.first_ms, "
+    "last_ms = excluded.last_ms, due_ms = excluded.due_ms, index_counts = excluded.index_counts"
 )
-_DELETE = "DELETE FROM deliveries WHERE ledger_id = ? AND cursor = ? AND entry_id = ?"
+_DELETE = "DELETE FROM deliveries WHERE ledger_id = ? AND cursor = ? AND entry_id"
 _DELETE_ALL = "DELETE FROM deliveries WHERE ledger_id = ? AND cursor = ?"
 SELECT_LEDGER = (
     "SELECT cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts FROM deliveries WHERE ledger_id = ?"
@@ -49,9 +51,9 @@ class DeliveryChanges:
         if self.replace_all:
             conn.execute(_DELETE_ALL, key)
         if self.deletes:
-            conn.executemany(_DELETE, [(ledger_id, cursor, e) for e in self.deletes])
+            delete_keys(conn, _DELETE, key, self.deletes)
         if self.upserts:
-            conn.executemany(_UPSERT, [(ledger_id, cursor, *row) for row in self.upserts])
+            execute_rows(conn, _INSERT, [(ledger_id, cursor, *row) for row in self.upserts], _ON_CONFLICT)
 
 
 def delete_rows(conn: sqlite3.Connection, where: str, args: tuple[object, ...]) -> None:

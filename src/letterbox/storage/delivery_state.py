@@ -225,6 +225,9 @@ class DeliveryState:
         self._changed.clear()
         return DeliveryChanges(upserts, deletes)
 
+    def has_changes(self) -> bool:
+        return self._all or bool(self._changed)
+
     def drop_changes(self) -> None:
         """Forget the changes made so far: a write that holds them was made elsewhere (a
         transaction's detached copy took them)."""

@@ -82,6 +82,7 @@ class ManagedCursor:
         self.deliveries.durable = self.deliveries.attempts.durable = True
         self._dirty = False
         self._deleted = False
+        self._write_failures = 0  # writes of this cursor that did not commit (flush() checks)
         self.txn_lock = asyncio.Lock()  # held by the Transaction that writes this cursor
 
     # ---- state ----
@@ -290,13 +291,22 @@ class ManagedCursor:
         return self.txn_lock.locked()
 
     async def flush(self) -> None:
-        """Write the current state now and wait until it is durable (a deleted cursor
-        writes nothing: its row stays deleted)."""
-        async with self.txn_lock:
-            if self._deleted:
+        """Wait until the current state is durable: what is not written yet is written now;
+        when nothing is, this waits for the writes that hold it (a write of it that failed
+        meanwhile: it writes again). A deleted cursor writes nothing (its row stays deleted).
+        The transaction lock is held only to submit, so flushes and moves share commits."""
+        while True:
+            failures = self._write_failures
+            async with self.txn_lock:
+                if self._deleted:
+                    return
+                unwritten = self._dirty or self.deliveries.has_changes() or self.deliveries.attempts.has_changes()
+                if unwritten:
+                    self.ledger._cursor_clean(self)
+                done = self.ledger._write([self._snapshot_op()] if unwritten else [])
+            await done
+            if unwritten or failures == self._write_failures:
                 return
-            self.ledger._cursor_clean(self)
-            await self.ledger._write([self._snapshot_op()])
 
     def write_now(self) -> asyncio.Future[None] | None:
         """flush() without waiting for the cursor: when no transaction holds it, its state is
@@ -350,6 +360,7 @@ class ManagedCursor:
 
     def _write_failed(self) -> None:
         """A write of this cursor did not commit: write it again, every row (the Store backs off)."""
+        self._write_failures += 1
         self.deliveries.rewrite_all()
         self.deliveries.attempts.rewrite_all()
         self._touch()

@@ -23,6 +23,7 @@ from .cache import Row, row_of
 from .delivery_rows import DeliveryChanges, delete_rows
 from .entry import Entry
 from .errors import LedgerClosedError
+from .row_statements import delete_keys, execute_rows
 
 
 class OpLedger(Protocol):
@@ -42,29 +43,11 @@ class OpLedger(Protocol):
     def _notify_confirmed(self) -> None: ...
 
 
-INSERT_ENTRY = (
-    "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-# Rows per multi-row INSERT. sqlite3 lets go of the GIL around every statement step and takes
-# it back after, so executemany(INSERT_ENTRY) gives the event loop the GIL and waits to get it
-# back once per ROW; a statement of many rows does that once per statement (insert_entries).
-ROWS_PER_INSERT = 64
-_INSERT_ROWS = {
-    n: INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?)" * (n - 1)
-    for n in (1, 2, 4, 8, 16, 32, ROWS_PER_INSERT)
-}
-
-
+_INSERT_HEAD = "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data)"
+INSERT_ENTRY = f"{_INSERT_HEAD} VALUES (?, ?, ?, ?, ?, ?)"
 def insert_entries(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, int, int, bytes | str]]) -> None:
-    """INSERT_ENTRY for every row, in order, in statements of up to ROWS_PER_INSERT rows
-    (then 32, 16, ... 1 for the rest): a handful of statements, not one per row."""
-    i, left = 0, len(rows)
-    while left:
-        n = ROWS_PER_INSERT if left >= ROWS_PER_INSERT else 1 << (left.bit_length() - 1)
-        conn.execute(_INSERT_ROWS[n], [v for row in rows[i:i + n] for v in row])
-        i += n
-        left -= n
+    """INSERT_ENTRY for every row, in order, in a handful of statements (row_statements.py)."""
+    execute_rows(conn, _INSERT_HEAD, rows)
 
 
 UPSERT_SEQ = (
@@ -277,14 +260,14 @@ class CursorWriteOp(WriteOp):
             if ch.replace_all:
                 conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", key)
             if ch.deletes:
-                conn.executemany("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id = ?",
-                                 [(*key, e) for e in ch.deletes])
+                delete_keys(conn, "DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id", key,
+                            ch.deletes)
             if ch.upserts:
                 # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
                 # delete + insert in this WITHOUT ROWID table, same row after it)
-                conn.executemany("INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts) VALUES (?, ?, ?, ?) "
-                                 "ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts",
-                                 [(*key, e, text) for e, text in ch.upserts])
+                execute_rows(conn, "INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts)",
+                             [(*key, e, text) for e, text in ch.upserts],
+                             " ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts")
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:
