@@ -230,3 +230,27 @@ def test_flush_writes_only_what_is_unwritten_and_again_after_a_failed_write(tmp_
 
     run_with_store(tmp_path, body)
     assert _rows(tmp_path) == {1: (1, None, None, None, None)}
+
+
+def test_a_deleted_subscription_leaves_no_rows_for_one_of_the_same_name(tmp_path: Path) -> None:
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        for _ in range(3):
+            await led.append(b"m", 1, 1000)
+        c = led.open_cursor("s", "earliest")
+        c.increment_redelivery([0, 1])
+        await c.flush()
+        await led.delete_cursor("s")
+        again = led.open_cursor("s", "earliest")
+        assert again.redelivery_counts() == {}
+        await again.flush()
+
+    run_with_store(tmp_path, body)
+    assert _rows(tmp_path) == {}
+
+    async def reopen(store: Store) -> None:
+        led = store.get_ledger("t")
+        assert led is not None
+        assert led.cursors()["s"].redelivery_counts() == {}
+
+    run_with_store(tmp_path, reopen)
