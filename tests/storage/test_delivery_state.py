@@ -12,6 +12,7 @@ import pytest
 from storage_helpers import run_with_store
 
 from letterbox.storage import Store
+from letterbox.storage.delivery_state import DeliveryState
 from letterbox.storage.ops import WriteOp
 from letterbox.storage.schema import db_path
 
@@ -127,24 +128,36 @@ async def _commit_with(txn: object, store: Store, extra: WriteOp) -> None:
         store._submit = submit  # type: ignore[method-assign]
 
 
-def _full_fragment(s: object) -> str:
-    """What the record part was before buckets: to_doc's members through json.dumps."""
-    doc: dict[str, object] = {}
-    s.to_doc(doc)  # type: ignore[attr-defined]
-    return json.dumps(doc, separators=(",", ":"))[1:-1]
+def _full_rows(s: DeliveryState) -> dict[int, object]:
+    """Every row the state has, made from scratch."""
+    ids = set(s.counts).union(s.due, s.index_counts)
+    return {e: s.row(e) for e in sorted(ids)}
 
 
-def test_the_fragment_re_encodes_changed_buckets_only_and_reads_as_the_whole_state() -> None:
-    """Counts, backoffs, batch-index counts, forgets and jumps across several buckets of
-    entry ids: after every change the cached fragment is exactly the full encoding, also in a
-    copy (a transaction's detached cursor) and after a load; a bucket nobody touched keeps its
-    text (its delivery times as of its last count change)."""
+def _write(table: dict[int, object], s: DeliveryState) -> None:
+    """What the writer does to a cursor's rows with the changes `s` gives (delivery_rows.py)."""
+    changes = s.take_changes()
+    if changes is None:
+        return
+    if changes.replace_all:
+        table.clear()
+    for e in changes.deletes:
+        table.pop(e, None)
+    for row in changes.upserts:
+        table[row[0]] = row
+
+
+def test_the_rows_written_are_the_whole_state_after_any_changes() -> None:
+    """Counts, backoffs, batch-index counts, forgets, jumps and seeks: after every change the
+    rows written by the changes alone are exactly the rows of the whole state, also through a
+    copy (a transaction's detached cursor) and after a failed write (all written again), and
+    the rows read back are the same state."""
     import random
-
-    from letterbox.storage.delivery_state import DeliveryState
 
     rnd = random.Random(7)
     s = DeliveryState()
+    s.durable = True
+    table: dict[int, object] = {}
     ids = [rnd.randrange(0, 40_000) for _ in range(400)]
     for step in range(3000):
         e = rnd.choice(ids)
@@ -158,37 +171,57 @@ def test_the_fragment_re_encodes_changed_buckets_only_and_reads_as_the_whole_sta
             s.pop_due(e)
         elif op < 0.62:
             s.batch_acked(e, [0, 2])
+        elif op < 0.64:
+            s.lower(e, 1)
         elif op < 0.85:
             s.forget(e)
         elif op < 0.86:
             s.forget_through(rnd.randrange(0, 20_000))
         elif op < 0.865:
             s.clear_times()
-        assert s.fragment() == _full_fragment(s), step
+        elif op < 0.87:
+            s.rewrite_all()
+        if step % 5 == 0:  # several changes per write, as a nack round makes
+            _write(table, s)
+            assert table == _full_rows(s), step
         if step % 97 == 0:
+            _write(table, s)
             c = s.copy()
             c.increment(e)
-            assert c.fragment() == _full_fragment(c)
-            loaded = DeliveryState.from_doc(json.loads("{" + s.fragment() + "}"))
-            assert loaded.fragment() == s.fragment()
-    # a bucket not touched keeps its text: a delivery alone does not rewrite the record
+            copied = dict(table)
+            _write(copied, c)
+            assert copied == _full_rows(c)
+            loaded = DeliveryState.from_rows(table.values())  # type: ignore[arg-type]
+            assert (loaded.counts, loaded.due, loaded.index_counts) == (s.counts, s.due, s.index_counts)
+            assert all(loaded.times[e] == s.times[e] for e in loaded.times)
+    _write(table, s)
+    assert s.take_changes() is None, "nothing changed since the last write"
+
+
+def test_a_delivery_alone_writes_no_row_and_a_count_writes_its_times() -> None:
     s = DeliveryState()
+    s.durable = True
     s.delivered(10, 100)
     s.increment(10)
     s.delivered(5_000, 100)
     s.increment(5_000)
-    assert s.fragment() == '"c":[10,1,5000,1],"t":[10,100,100,5000,100,100]'
+    first = s.take_changes()
+    assert first is not None and first.upserts == [(10, 1, 100, 100, None, None), (5000, 1, 100, 100, None, None)]
     s.delivered(10, 200)
-    s.increment(5_000)  # another bucket changed
-    assert s.fragment() == '"c":[10,1,5000,2],"t":[10,100,100,5000,100,100]'
+    assert s.take_changes() is None
+    s.increment(5_000)  # another entry changed: only its row
+    again = s.take_changes()
+    assert again is not None and again.upserts == [(5000, 2, 100, 100, None, None)] and not again.deletes
     s.increment(10)  # its own count: its times go with it
-    assert '"t":[10,100,200,5000,100,100]' in s.fragment()
+    third = s.take_changes()
+    assert third is not None and third.upserts == [(10, 2, 100, 200, None, None)]
+    s.forget(10)
+    gone = s.take_changes()
+    assert gone is not None and gone.deletes == [10] and not gone.upserts
 
 
 def test_a_run_of_deliveries_is_each_delivery() -> None:
     """delivered_run (the dispatcher's runs) leaves the times delivered() one by one would."""
-    from letterbox.storage.delivery_state import DeliveryState
-
     one, run = DeliveryState(), DeliveryState()
     for s in (one, run):
         s.delivered(3, 100)

@@ -166,6 +166,14 @@ class AttemptLog:
         self._changed.clear()
         return changes
 
+    def has_changes(self) -> bool:
+        return self._all or bool(self._changed)
+
+    def drop_changes(self) -> None:
+        """Forget the changes made so far: a write made elsewhere holds them."""
+        self._changed.clear()
+        self._all = False
+
     def rewrite_all(self) -> None:
         """A write did not commit: the next one writes every row again."""
         if self.durable:

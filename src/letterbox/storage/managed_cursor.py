@@ -4,9 +4,8 @@
 # above mark_delete, per-entry batch bitsets (bit i set == batch index i acked) for partially
 # acked batches, the delivery state of unacked entries (delivery_state.py: per-message and
 # per-batch-index redelivery counts -- PIP-22's "Solution 1": counts persisted with the
-# cursor, so they survive reconnects and restarts --, first/last delivery times and the due
-# time of each pending backoff, the attempt log of entries that failed: written in the
-# same op, as rows of the attempt_logs table, only those that changed), and a small
+# cursor, so they survive reconnects and restarts --, first/last delivery times, the due
+# time of each pending backoff and the attempt log of entries that failed), and a small
 # `properties` map.
 # Invariants (after every public mutation):
 #   * every range and bitset key is > mark_delete, and no range starts at mark_delete + 1
@@ -14,31 +13,32 @@
 #   * an entry is never both in a range and in the bitset map.
 # Persistence: every mutation marks the cursor dirty and reports it to its ledger (a callback;
 # the cursor never touches the store); the Store serializes dirty cursors on the loop thread
-# (next loop iteration) into ONE CursorWriteOp per cursor, i.e. one whole-state record
-# (versioned JSON, so fields can be added: version 1 records, without the delivery times,
-# per-index counts and backoff due times, still load); a write that fails marks the cursor
-# dirty again.
+# (next loop iteration) into ONE CursorWriteOp per cursor: the record (mark-delete, ranges,
+# batches, properties: versioned JSON; records of versions 1 and 2 also held the delivery
+# state and still load) and the rows of the entries whose delivery state or attempt log
+# changed since the last write (delivery_rows.py, attempt_log.py), one storage transaction;
+# a write that fails marks the cursor dirty again and its next write rewrites every row.
 # flush() forces this and awaits durability. Mark-delete moves ask the ledger for a
 # (debounced) trim.
 # Transactions (transaction.py): one at a time per cursor (`txn_lock`). While one is in
 # flight the cursor is not written in the background (its record is the transaction's);
-# the transaction's acks are applied to this object only after it committed.
+# the transaction's write takes the changes made so far, and its acks are applied to this
+# object only after it committed (transaction.py).
 from __future__ import annotations
 
 import asyncio
-import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from . import cursor_record
 from .ack_ranges import RangeSet, to_ack_set_words
+from .delivery_rows import Row as DeliveryRow
 from .delivery_state import DeliveryState
-from .errors import DataDirDamaged
 from .ops import CursorWriteOp, WriteOp
 from .position import Position
 from .range_text import RangeText
 
-STATE_VERSION = 2
 _PAST_ANY = 1 << 63
 
 
@@ -79,9 +79,10 @@ class ManagedCursor:
         self._batches: dict[int, tuple[int, int]] = {}  # entry_id -> (batch_size, acked_mask)
         self.properties: dict[str, int] = {}
         self.deliveries = DeliveryState()
-        self.deliveries.attempts.durable = True
+        self.deliveries.durable = self.deliveries.attempts.durable = True
         self._dirty = False
         self._deleted = False
+        self._write_failures = 0  # writes of this cursor that did not commit (flush() checks)
         self.txn_lock = asyncio.Lock()  # held by the Transaction that writes this cursor
 
     # ---- state ----
@@ -136,12 +137,10 @@ class ManagedCursor:
     def increment_redelivery(self, entry_ids: Iterable[int]) -> None:
         """Count one more delivery of each unacked entry (of its unacked messages: the
         acked ones of a partly acked batch keep their count)."""
-        changed = False
-        for eid in entry_ids:
-            if not self.is_acked(eid):
-                self.deliveries.increment(eid)
-                changed = True
-        if changed:
+        is_acked = self.is_acked
+        ids = [eid for eid in entry_ids if not is_acked(eid)]
+        if ids:
+            self.deliveries.increment_all(ids)
             self._touch()
 
     def set_attempts(self, entry_id: int, rows: str) -> None:
@@ -292,13 +291,22 @@ class ManagedCursor:
         return self.txn_lock.locked()
 
     async def flush(self) -> None:
-        """Write the current state now and wait until it is durable (a deleted cursor
-        writes nothing: its row stays deleted)."""
-        async with self.txn_lock:
-            if self._deleted:
+        """Wait until the current state is durable: what is not written yet is written now;
+        when nothing is, this waits for the writes that hold it (a write of it that failed
+        meanwhile: it writes again). A deleted cursor writes nothing (its row stays deleted).
+        The transaction lock is held only to submit, so flushes and moves share commits."""
+        while True:
+            failures = self._write_failures
+            async with self.txn_lock:
+                if self._deleted:
+                    return
+                unwritten = self._dirty or self.deliveries.has_changes() or self.deliveries.attempts.has_changes()
+                if unwritten:
+                    self.ledger._cursor_clean(self)
+                done = self.ledger._write([self._snapshot_op()] if unwritten else [])
+            await done
+            if unwritten or failures == self._write_failures:
                 return
-            self.ledger._cursor_clean(self)
-            await self.ledger._write([self._snapshot_op()])
 
     def write_now(self) -> asyncio.Future[None] | None:
         """flush() without waiting for the cursor: when no transaction holds it, its state is
@@ -318,8 +326,7 @@ class ManagedCursor:
         self.ledger._cursor_clean(self)
 
     def detached_copy(self) -> ManagedCursor:
-        """A copy whose mutations change nothing else (no dirty report, no trim): a
-        transaction applies its acks to it to serialize the state they lead to."""
+        """A copy whose mutations change nothing else (no dirty report, no trim)."""
         c = ManagedCursor(self.ledger, self.name, self._md)
         c._ranges = self._ranges.copy()
         c._range_text = self._range_text  # keyed by content: sharing it is safe
@@ -344,31 +351,23 @@ class ManagedCursor:
                 self._on_dirty(self)
 
     def _snapshot_op(self) -> CursorWriteOp:
-        """Serialize the current state into a write op (usable in a multi-op transaction,
-        e.g. together with an AppendOp for an atomic dead-letter move)."""
+        """Serialize the record and take the rows changed since the last write into a write
+        op (usable in a multi-op transaction, e.g. with an AppendOp for an atomic move)."""
         self._dirty = False
+        deliveries = self.deliveries
         return CursorWriteOp(self.ledger.ledger_id, self.name, self.to_state(), self._write_failed,
-                             self.deliveries.attempts.take_changes())
+                             deliveries.attempts.take_changes(), deliveries.take_changes())
 
     def _write_failed(self) -> None:
-        """A write of this cursor did not commit: write it again (the Store backs off)."""
+        """A write of this cursor did not commit: write it again, every row (the Store backs off)."""
+        self._write_failures += 1
+        self.deliveries.rewrite_all()
         self.deliveries.attempts.rewrite_all()
         self._touch()
 
     def to_state(self) -> bytes:
-        doc: dict[str, Any] = {
-            "v": STATE_VERSION,
-            "md": self._md,
-            "batches": [[eid, size, mask] for eid, (size, mask) in sorted(self._batches.items())],
-            "props": self.properties,
-        }
-        record = json.dumps(doc, separators=(",", ":"))
-        # the ranges re-encoded only where they changed (range_text.py), same JSON
-        record = f'{record[:-1]},"ranges":{self._range_text.encode(self._ranges)}}}'
-        deliveries = self.deliveries.fragment()  # cached while the delivery state is unchanged
-        if deliveries:
-            record = f"{record[:-1]},{deliveries}}}"
-        return record.encode()
+        # the ranges re-encoded only where they changed (range_text.py)
+        return cursor_record.encode(self._md, self._batches, self.properties, self._range_text.encode(self._ranges))
 
     @classmethod
     def from_state(
@@ -377,21 +376,20 @@ class ManagedCursor:
         name: str,
         state: bytes,
         on_dirty: Callable[[ManagedCursor], None] | None = None,
+        rows: Iterable[DeliveryRow] = (),
     ) -> ManagedCursor:
+        """The cursor a record describes; `rows`: its delivery rows (an older record holds
+        its delivery state itself, and rows it has are stale)."""
+        record = cursor_record.parse(state, name, ledger.name)
+        c = cls(ledger, name, record.md, on_dirty)
+        c._ranges = RangeSet(record.ranges)
+        c._batches = record.batches
+        c.properties = record.props
         try:
-            doc = json.loads(state)
-            if int(doc.get("v", 0)) > STATE_VERSION:
-                raise ValueError(f"cursor {name!r}: unsupported state version {doc['v']}")
-            c = cls(ledger, name, int(doc["md"]), on_dirty)
-            c._ranges = RangeSet([(int(s), int(e)) for s, e in doc.get("ranges", [])])
-            c._batches = {int(e): (int(s), int(m)) for e, s, m in doc.get("batches", [])}
-            c.properties = {str(k): int(v) for k, v in doc.get("props", {}).items()}
-            c.deliveries = DeliveryState.from_doc(doc)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a damaged record
-            raise DataDirDamaged(f"the record of subscription {name} of topic {ledger.name} in letterbox.db does "
-                                 f"not parse ({exc}); run `letterbox verify` on the stopped broker's data dir "
-                                 "and restore a backup (`letterbox restore`)") from None
-        c.deliveries.attempts.durable = True
+            c.deliveries = DeliveryState.from_doc(record.doc) if record.holds_deliveries else DeliveryState.from_rows(rows)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise cursor_record.damaged(name, ledger.name, exc) from None
+        c.deliveries.durable = c.deliveries.attempts.durable = True
         return c
 
     def __repr__(self) -> str:

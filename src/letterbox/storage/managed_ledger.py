@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from letterbox.clock import wall_ms
 
 from .cache import LedgerCache, Row, entry_of
+from .delivery_rows import Row as DeliveryRow
 from .entry import UNREAD, Entry
 from .errors import LedgerClosedError, LedgerRecovering, StorageError, is_storage_fault
 from .ledger_store import LedgerStore
@@ -335,8 +336,8 @@ class ManagedLedger:
     def _write(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
         return self._store._submit(ops, None)
 
-    def _restore_cursor(self, name: str, state: bytes, attempts: dict[int, str] | None = None) -> None:
-        c = self._cursors[name] = ManagedCursor.from_state(self, name, state, self._store._cursor_dirty)
+    def _restore_cursor(self, name: str, state: bytes, attempts: dict[int, str] | None = None, deliveries: Iterable[DeliveryRow] = ()) -> None:
+        c = self._cursors[name] = ManagedCursor.from_state(self, name, state, self._store._cursor_dirty, deliveries)
         if attempts:
             c.deliveries.attempts.restore(attempts)
 

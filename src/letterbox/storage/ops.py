@@ -20,8 +20,10 @@ from typing import Protocol
 
 from .attempt_log import AttemptChanges
 from .cache import Row, row_of
+from .delivery_rows import DeliveryChanges, delete_rows
 from .entry import Entry
 from .errors import LedgerClosedError
+from .row_statements import delete_json_keys, execute_rows, json_rows, json_values
 
 
 class OpLedger(Protocol):
@@ -41,29 +43,11 @@ class OpLedger(Protocol):
     def _notify_confirmed(self) -> None: ...
 
 
-INSERT_ENTRY = (
-    "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-# Rows per multi-row INSERT. sqlite3 lets go of the GIL around every statement step and takes
-# it back after, so executemany(INSERT_ENTRY) gives the event loop the GIL and waits to get it
-# back once per ROW; a statement of many rows does that once per statement (insert_entries).
-ROWS_PER_INSERT = 64
-_INSERT_ROWS = {
-    n: INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?)" * (n - 1)
-    for n in (1, 2, 4, 8, 16, 32, ROWS_PER_INSERT)
-}
-
-
+_INSERT_HEAD = "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, size, data)"
+INSERT_ENTRY = f"{_INSERT_HEAD} VALUES (?, ?, ?, ?, ?, ?)"
 def insert_entries(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, int, int, bytes | str]]) -> None:
-    """INSERT_ENTRY for every row, in order, in statements of up to ROWS_PER_INSERT rows
-    (then 32, 16, ... 1 for the rest): a handful of statements, not one per row."""
-    i, left = 0, len(rows)
-    while left:
-        n = ROWS_PER_INSERT if left >= ROWS_PER_INSERT else 1 << (left.bit_length() - 1)
-        conn.execute(_INSERT_ROWS[n], [v for row in rows[i:i + n] for v in row])
-        i += n
-        left -= n
+    """INSERT_ENTRY for every row, in order, in a handful of statements (row_statements.py)."""
+    execute_rows(conn, _INSERT_HEAD, rows)
 
 
 UPSERT_SEQ = (
@@ -200,6 +184,7 @@ class DeleteLedgerOp(WriteOp):
         conn.execute("DELETE FROM entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM cursors WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ?", lid)
+        delete_rows(conn, "ledger_id = ?", lid)
         conn.execute("DELETE FROM compacted_entries WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM producer_seq WHERE ledger_id = ?", lid)
         conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", lid)
@@ -240,20 +225,29 @@ class TrimOp(WriteOp):
         self.ledger._on_trim_committed(self.freed_bytes)
 
 
-class CursorWriteOp(WriteOp):
-    """Rewrite one cursor's whole state record (serialized on the loop thread), and the
-    rows of its attempt log that changed (`attempts`, attempt_log.py).
-    `failed` (optional) runs on the loop thread if the write did not commit."""
+_UPSERT_ATTEMPTS = (
+    f"INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts) SELECT ?, ?, {json_values(2)} "
+    "FROM json_each(?) WHERE true ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts"
+)
 
-    __slots__ = ("attempts", "failed", "ledger_id", "name", "state")
+
+class CursorWriteOp(WriteOp):
+    """Rewrite one cursor's record (cursor_record.py, serialized on the loop thread), and the
+    rows of its delivery state and attempt log that changed (`deliveries`, delivery_rows.py;
+    `attempts`, attempt_log.py). `failed` (optional) runs on the loop thread if the write did
+    not commit."""
+
+    __slots__ = ("attempts", "deliveries", "failed", "ledger_id", "name", "state")
 
     def __init__(self, ledger_id: int, name: str, state: bytes,
-                 failed: Callable[[], None] | None = None, attempts: AttemptChanges | None = None) -> None:
+                 failed: Callable[[], None] | None = None, attempts: AttemptChanges | None = None,
+                 deliveries: DeliveryChanges | None = None) -> None:
         self.ledger_id = ledger_id
         self.name = name
         self.state = state
         self.failed = failed
         self.attempts = attempts
+        self.deliveries = deliveries
 
     def ledgers(self) -> tuple[int, ...]:
         return (self.ledger_id,)
@@ -264,20 +258,18 @@ class CursorWriteOp(WriteOp):
             "ON CONFLICT (ledger_id, name) DO UPDATE SET state = excluded.state",
             (self.ledger_id, self.name, self.state),
         )
+        if self.deliveries is not None:
+            self.deliveries.apply(conn, self.ledger_id, self.name)
         ch = self.attempts
         if ch is not None:
             key = (self.ledger_id, self.name)
             if ch.replace_all:
                 conn.execute("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", key)
-            if ch.deletes:
-                conn.executemany("DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id = ?",
-                                 [(*key, e) for e in ch.deletes])
-            if ch.upserts:
-                # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
-                # delete + insert in this WITHOUT ROWID table, same row after it)
-                conn.executemany("INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts) VALUES (?, ?, ?, ?) "
-                                 "ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts",
-                                 [(*key, e, text) for e, text in ch.upserts])
+            delete_json_keys(conn, "DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ? AND entry_id", key,
+                             ch.deletes)
+            # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
+            # delete + insert in this WITHOUT ROWID table, same row after it)
+            json_rows(conn, _UPSERT_ATTEMPTS, key, ch.upserts)
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:
@@ -301,6 +293,7 @@ class DeleteCursorOp(WriteOp):
         conn.execute(
             "DELETE FROM attempt_logs WHERE ledger_id = ? AND cursor = ?", (self.ledger_id, self.name)
         )
+        delete_rows(conn, "ledger_id = ? AND cursor = ?", (self.ledger_id, self.name))
 
 
 class MetadataOp(WriteOp):

@@ -11,7 +11,12 @@
 #                                     on (ledger_id, entry_id); `data` is the LAST column so
 #                                     metadata scans never read blob overflow pages
 #   producer_seq(ledger_id, producer_name, sequence_id)  -- dedup state, same txn as entry
-#   cursors(ledger_id, name, state) -- one whole-state record per cursor (see cursor_state)
+#   cursors(ledger_id, name, state) -- one record per cursor: mark-delete, ack ranges, batch
+#                                     ack sets, properties (cursor_record.py)
+#   deliveries(ledger_id, cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts)
+#                                  -- the delivery state of each unacked entry that has a count,
+#                                     batch-index counts or a backoff in a cursor, written with
+#                                     the cursor's record (delivery_rows.py)
 #   attempt_logs(ledger_id, cursor, entry_id, attempts)
 #                                  -- the delivery attempt log of each entry that failed in a
 #                                     cursor, written with the cursor's record (attempt_log.py)
@@ -29,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .delivery_rows import SELECT_LEDGER, rows_by_cursor
+from .delivery_rows import Row as DeliveryRow
 from .errors import DataDirDamaged
 
 SyncMode = Literal["full", "normal", "off"]
@@ -68,6 +75,17 @@ CREATE TABLE IF NOT EXISTS attempt_logs (
     cursor TEXT NOT NULL,
     entry_id INTEGER NOT NULL,
     attempts TEXT NOT NULL,
+    PRIMARY KEY (ledger_id, cursor, entry_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deliveries (
+    ledger_id INTEGER NOT NULL,
+    cursor TEXT NOT NULL,
+    entry_id INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    first_ms INTEGER,
+    last_ms INTEGER,
+    due_ms INTEGER,
+    index_counts TEXT,
     PRIMARY KEY (ledger_id, cursor, entry_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS compacted_entries (
@@ -121,6 +139,7 @@ class RecoveredLedger:
     sequences: dict[str, int] = field(default_factory=dict)
     cursors: list[tuple[str, bytes]] = field(default_factory=list)
     attempts: dict[str, dict[int, str]] = field(default_factory=dict)  # cursor -> entry -> log
+    deliveries: dict[str, list[DeliveryRow]] = field(default_factory=dict)  # cursor -> its delivery rows
 
 
 @dataclass
@@ -167,6 +186,8 @@ def load_state(conn: sqlite3.Connection) -> RecoveredState:
                 "SELECT cursor, entry_id, attempts FROM attempt_logs WHERE ledger_id = ?", (lid,)
             ):
                 led.attempts.setdefault(cname, {})[int(eid)] = str(text)
+        if _has_table(conn, "deliveries"):
+            led.deliveries = rows_by_cursor(conn.execute(SELECT_LEDGER, (lid,)))
         ledgers.append(led)
         next_ledger_id = max(next_ledger_id, lid + 1)
     metadata = dict(conn.execute("SELECT key, value FROM metadata").fetchall())

@@ -108,7 +108,7 @@ class Store:
                 sequences=rl.sequences,
             )
             for cname, cstate in rl.cursors:
-                led._restore_cursor(cname, cstate, rl.attempts.get(cname))
+                led._restore_cursor(cname, cstate, rl.attempts.get(cname), rl.deliveries.get(cname, ()))
             self._ledgers[rl.name] = led
 
     async def close(self) -> None:

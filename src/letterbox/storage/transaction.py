@@ -14,8 +14,11 @@
 #   * nothing in memory changes before commit(): appends, acks and cursor properties are only
 #     recorded;
 #   * commit() assigns the entry ids (in call order, after the ledger's other appends so far)
-#     and serializes each cursor's NEW state from a detached copy, the live cursor untouched;
-#   * after the writer committed, the acks are applied to the live cursors and the entries
+#     and serializes each cursor's NEW state from a detached copy, the live cursor untouched
+#     but for handing its unwritten changes to the transaction's write (a failed commit
+#     makes the cursor write everything again);
+#   * after the writer committed, the acks are applied to the live cursors (marking nothing to
+#     write: the transaction wrote them) and the entries
 #     are confirmed to their ledgers (readers, the tail cache, listeners) in the same loop
 #     callback, before any other code runs: no dispatcher reads an appended entry while a
 #     cursor still lacks the transaction's ack of it (a subscription-only redrive acks its
@@ -38,7 +41,7 @@ from typing import Protocol, TypeVar
 from .errors import StorageError
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import AppendOp, MetadataOp, WriteOp
+from .ops import AppendOp, CursorWriteOp, MetadataOp, WriteOp
 from .position import Position
 
 T = TypeVar("T")
@@ -71,8 +74,39 @@ class _ApplyChanges(WriteOp):
 
     def on_commit(self) -> None:
         for cursor, cursor_changes in self.changes:
-            for change in cursor_changes:
-                change(cursor)
+            apply_committed(cursor, cursor_changes)
+
+
+def cursor_op(cursor: ManagedCursor, changes: Iterable[CursorChange]) -> CursorWriteOp:
+    """The write of `cursor` in a transaction that makes `changes`: the state they lead to
+    (applied to a detached copy, the live cursor untouched) with every change the cursor
+    made so far, which the transaction now writes (if it does not commit, the cursor
+    writes all again)."""
+    copy = cursor.detached_copy()
+    for change in changes:
+        change(copy)
+    op = copy._snapshot_op()
+    op.failed = cursor._write_failed
+    cursor.deliveries.drop_changes()
+    cursor.deliveries.attempts.drop_changes()
+    cursor._dirty = False
+    cursor.write_by_caller()
+    return op
+
+
+def apply_committed(cursor: ManagedCursor, changes: Iterable[CursorChange]) -> None:
+    """Apply the changes of a transaction that committed to the live cursor: its write held
+    them, so they leave nothing to write (what changed since it was made stays to write)."""
+    deliveries = cursor.deliveries
+    dirty, on_dirty = cursor._dirty, cursor._on_dirty
+    cursor._on_dirty = None
+    deliveries.durable = deliveries.attempts.durable = False
+    try:
+        for change in changes:
+            change(cursor)
+    finally:
+        deliveries.durable = deliveries.attempts.durable = True
+        cursor._dirty, cursor._on_dirty = dirty, on_dirty
 
 
 class PendingAppend:
@@ -199,10 +233,7 @@ class Transaction:
         for cursor, changes in self._changes.items():
             if cursor._deleted:  # deleted while this transaction waited: its row stays deleted
                 continue
-            copy = cursor.detached_copy()
-            for change in changes:
-                change(copy)
-            ops.append(copy._snapshot_op())
+            ops.append(cursor_op(cursor, changes))
         ops.extend(self._store._metadata_op(k, v) for k, v in self._metadata.items())
         # applied by the writer's completion itself, right after the appends' on_commit: a
         # caller cancelled while the writer commits (an admin request whose client went away)

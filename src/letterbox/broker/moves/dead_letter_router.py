@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from letterbox import failure
-from letterbox.broker.moves.failure_events import publish_failure_event
+from letterbox.broker.moves.failure_events import failure_events_wanted, publish_failure_event
 from letterbox.broker.moves.move_transaction import MoveTransaction, refuse_terminated
 from letterbox.broker.moves.moved_entry import SchemaMap, build_raw_moved_entry
 from letterbox.errors import NotAllowed
@@ -152,6 +152,8 @@ def _publish_events(sub: MovedSubscription, target: MovedTopic, reason: str,
     """One failure event per moved entry (failure/events.py): terminate, park or dead-letter;
     its message id names the batch index when one message of a batch was moved."""
     source = sub.topic
+    if not failure_events_wanted(source.service, str(source.name)):  # (no event built for nothing)
+        return
     kind = {REASON_TERMINATED: TERMINATE, REASON_PARKED_BEHIND: PARK}.get(reason, DEAD_LETTER_EVENT)
     part = source.name.partition_index
     for eid, index, dlq_eid, stamps in moved:

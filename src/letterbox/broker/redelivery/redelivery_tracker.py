@@ -8,8 +8,9 @@
 #   DeliverAt(t) -> held in the delayed index until t; a backoff's t is also
 #                   written in the record, so after a restart the message is
 #                   held again until t instead of being sent at once
-#   DeadLetter   -> moved to the dead letter topic (dead_letter_router.py); if
-#                   the move fails the message stays unacked and is queued again
+#   DeadLetter   -> moved to the dead letter topic (dead_letter_router.py, in the
+#                   subscription's next batch: dead_letter_batches.py); if the
+#                   move fails the message stays unacked and is queued again
 # Each failure event also adds an attempt to the message's delivery attempt log
 # (delivery_attempts.py), written with the count; `attempts()` and
 # `last_failure_reason()` read it (the API other modules use: sub.redelivery).
@@ -24,7 +25,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from letterbox import failure
-from letterbox.broker.moves.dead_letter_router import move_to_dead_letter
+from letterbox.broker.moves.dead_letter_batches import DeadLetterBatches
 from letterbox.broker.redelivery.circuit_breaker import CircuitBreaker
 from letterbox.broker.redelivery.delayed_index import DelayedDeliveryTracker
 from letterbox.broker.redelivery.delivery_attempts import DeliveryAttempts
@@ -51,6 +52,7 @@ class RedeliveryTracker:
         self._timer: Timer | None = None
         self._timer_at = 0
         self.log = DeliveryAttempts(sub)
+        self._dead_letters = DeadLetterBatches(sub)  # its dead-letter moves, batched while one is in flight
         self.circuit = CircuitBreaker(sub, self.clock, self._release_probes)  # outage detection
         self._held_probes: set[int] = set()  # failed probes held until after the next probe
         self._released: set[int] = set()  # of those, released early (the circuit closed)
@@ -201,8 +203,8 @@ class RedeliveryTracker:
                 for reason, ids in dead.items():
                     assert dl is not None
                     try:
-                        if await move_to_dead_letter(sub, ids, reason, dl.dead_letter_topic,
-                                                     dl.initial_subscription_name):
+                        if await asyncio.shield(self._dead_letters.move(ids, reason, dl.dead_letter_topic,
+                                                                        dl.initial_subscription_name)):
                             written = True
                     except StorageError:  # counted and logged by the move; the messages stay unacked
                         now_ids.extend(ids)
