@@ -27,10 +27,12 @@ producers" (start of sending; JVM start-up excluded) to the consumer's "DONE" (i
            (and its growth since before producing: Pulsar's bookie preallocates its files)
   size     one topic, --size-messages messages (at most --size-mb MB, at least
            --size-min-messages) of each size: publish MB/s and msg/s, end-to-end MB/s and msg/s
-  delayed  benchmarks/delayed_memory.py's measurement (official Python client, unbatched): a
-           Shared consumer subscribed, D messages due --delay-s ahead, then broker RSS growth per
-           held message once the subscription reports them all delayed and the CPU is quiet.
-           A JVM's RSS is heap touched, not live objects: Pulsar's tracker itself needs ~24 B each
+  delayed  benchmarks/delayed_memory.py's measurement (official Python client, unbatched, 1000
+           in flight): a Shared consumer subscribed, D messages due --delay-s ahead, then broker
+           RSS growth per message once all are stored, the subscription's msgDelayed (held) is
+           still and the CPU is quiet. Pulsar indexes at most 50,000 messages due in order and
+           reads the rest when due (held < D). A JVM's RSS is heap touched, not live objects:
+           Pulsar's tracker itself needs ~24 B a message
 
 The machine's pace is timed before and after each system (capacity.py's CPU probe). Writes
 --json-out, a Markdown table per curve, and with --charts a PNG per curve (growth-<curve>.png).
@@ -75,10 +77,10 @@ SPEC: dict[str, tuple[str, list[tuple[str, str, str]], list[str]]] = {
     "size": ("message size (bytes)", [
         ("publish_mb_s", "publish MB/s", HIGHER), ("e2e_mb_s", "end-to-end MB/s", HIGHER),
         ("publish_msg_s", "publish msg/s", HIGHER)], ["messages", "e2e_msg_s", "peak_rss_mb"]),
-    "delayed": ("delayed messages held (due in an hour)", [
-        ("rss_bytes_per_msg", "broker RSS growth per held message (bytes)", LOWER),
+    "delayed": ("delayed messages waiting (due in an hour)", [
+        ("rss_bytes_per_msg", "broker RSS growth per delayed message (bytes)", LOWER),
         ("rss_after_mb", "broker RSS holding them (MB)", LOWER)],
-        ["held", "rss_before_mb", "rss_growth_mb", "produce_msg_s", "cpu_quiet"]),
+        ["stored", "held", "rss_before_mb", "rss_growth_mb", "produce_msg_s", "settled_s", "cpu_quiet"]),
 }
 # each curve's points option, its default and what a point is
 POINTS = {"topics": ("--topics", "1,10,100,1000", "topic counts (up to 10000)"),
