@@ -12,9 +12,10 @@ import time
 import urllib.request
 import uuid
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
-from _broker import CpuSpan, memory_mb
+from _broker import CpuSpan, cpu_seconds, memory_mb
 from _systems import System
 from capacity import FAR_ABOVE, PeakRss, perf
 from delayed_memory import (
@@ -54,6 +55,10 @@ class Perf:
         for line in self.proc.stdout:
             self.lines.append(line)
 
+    def first(self) -> float | None:
+        """The log4j time of its first stamped line (the JVM is up and has read its options)."""
+        return self.at("")
+
     def at(self, pattern: str) -> float | None:
         rx = re.compile(pattern)
         for line in list(self.lines):
@@ -78,7 +83,8 @@ class Perf:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired as e:
             self.kill()
-            raise RuntimeError("pulsar-perf did not finish in time; last lines:\n" + "".join(self.lines[-15:])) from e
+            raise RuntimeError(f"did not finish in {timeout:.0f} s; pulsar-perf's last lines:\n"
+                               + "".join(self.lines[-15:])) from e
         self._reader.join(10)
 
     def kill(self) -> None:
@@ -87,10 +93,54 @@ class Perf:
             self.proc.wait()
 
 
+class BrokerTrace(threading.Thread):
+    """Samples the broker's RSS and CPU time every 100 ms: the peak RSS, and the CPU between two
+    wall-clock times (such as two pulsar-perf log lines), interpolated between samples."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_mb, self._stop_at = pid, 0.0, threading.Event()
+        self.cpu: list[tuple[float, float]] = []
+
+    def run(self) -> None:
+        while True:
+            cpu = cpu_seconds(self.pid)
+            if cpu is None:
+                return
+            self.cpu.append((time.time(), cpu))
+            self.peak_mb = max(self.peak_mb, memory_mb(self.pid).get("VmRSS", 0.0))
+            if self._stop_at.wait(0.1):
+                return
+
+    def stop(self) -> float:
+        self._stop_at.set()
+        self.join()
+        return round(self.peak_mb, 1)
+
+    def cpu_at(self, t: float) -> float:
+        pts = self.cpu
+        if t <= pts[0][0]:
+            return pts[0][1]
+        for (t0, c0), (t1, c1) in pairwise(pts):
+            if t0 <= t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1e-9)
+        return pts[-1][1]
+
+    def cpu_between(self, start: float, end: float) -> float:
+        return max(self.cpu_at(end) - self.cpu_at(start), 0.0)
+
+
+# At most this many messages in flight over pulsar-perf's one connection, split among its
+# producers: Apache Pulsar stops reading a connection with more than 1000 publishes pending
+# (maxPendingPublishRequestsPerConnection), and 4.0.8 resumed it only when the client's
+# keep-alive closed the connection, 30 s later.
+IN_FLIGHT = 1000
+
+
 def produce_args(topic: str, n: int, size: int, topics: int = 1) -> list[str]:
     """pulsar-perf produce: n messages in all as fast as the broker takes them, batched (its
-    default 1 ms window), at most 1000 (and at most 64 MB) outstanding per producer."""
-    outstanding = max(1, min(1000, 64 * MB // size))
+    default 1 ms window), at most IN_FLIGHT (and at most 64 MB) outstanding over all producers."""
+    outstanding = max(1, min(IN_FLIGHT // topics, 64 * MB // size))
     return ["produce", "-r", str(FAR_ABOVE), "-s", str(size), "-m", str(n), "-o", str(outstanding),
             "-t", str(topics), topic]
 
@@ -105,31 +155,34 @@ def consume_args(topic: str, n: int, sub: str, topics: int = 1, subs: int = 1) -
 def end_to_end(system: System, topic: str, n: int, size: int, timeout: float, topics: int = 1,
                subs: int = 1) -> dict[str, Any]:
     """A consumer attached to every topic (and subscription) first, then a producer: seconds from
-    the producer's start of sending (its "Created N producers") to the consumer's last receipt of
-    n x subs messages, and to the producer's last receipt; broker CPU and peak RSS meanwhile."""
-    rss = PeakRss(system.pid)
-    rss.start()
+    the producer's start of sending (its "Created N producers", once every producer exists) to
+    the consumer's last receipt of n x subs messages, and to the producer's last receipt; broker
+    CPU over the same span, and its peak RSS over the whole point. Creating the producers and
+    the consumers is timed apart (from each JVM's first log line): create_s and subscribe_s."""
+    trace = BrokerTrace(system.pid)
+    trace.start()
     consumer = Perf(system, consume_args(topic, n * subs, "growth", topics, subs))
     producer: Perf | None = None
     try:
-        consumer.wait_for(READY, timeout)
-        span = CpuSpan(system.pid)
+        ready = consumer.wait_for(READY, timeout)
         producer = Perf(system, produce_args(topic, n, size, topics))
         consumer.finish(timeout)
-        cpu_s = span.seconds()
         start = producer.wait_for(CREATED, 60)
         sent = producer.wait_for(PRODUCED, 60)
         done = consumer.wait_for(RECEIVED, 1)
+        launched, listening = producer.first() or start, consumer.first() or ready
     finally:
         for p in (consumer, producer):
             if p is not None:
                 p.kill()
-        peak = rss.stop()
+        peak = trace.stop()
+    cpu_s = trace.cpu_between(start, done)
     e2e_s, pub_s = max(done - start, 1e-3), max(sent - start, 1e-3)
     return {"messages": n, "seconds": round(e2e_s, 3), "publish_msg_s": round(n / pub_s),
             "publish_mb_s": round(n * size / pub_s / 1e6, 2), "e2e_msg_s": round(n * subs / e2e_s),
             "e2e_mb_s": round(n * subs * size / e2e_s / 1e6, 2), "peak_rss_mb": peak,
-            "broker_cpu_us_per_msg": round(cpu_s / (n * subs) * 1e6, 2)}
+            "broker_cpu_us_per_msg": round(cpu_s / (n * subs) * 1e6, 2),
+            "create_s": round(start - launched, 2), "subscribe_s": round(ready - listening, 2)}
 
 
 def topics_point(system: System, topics: int, a: Any) -> dict[str, Any]:
@@ -208,8 +261,13 @@ def backlog_point(system: System, messages: int, a: Any) -> dict[str, Any]:
 def delayed_point(system: System, messages: int, a: Any) -> dict[str, Any]:
     """delayed_memory.py's measurement on either system: a Shared consumer subscribed, then
     `messages` unbatched 100-byte messages with one deliver_at an hour ahead (official Python
-    client); once the subscription reports them all delayed (msgDelayed) and the broker's CPU is
-    quiet for 3 s, the RSS growth since before producing, per message."""
+    client, at most MAX_PENDING = 1000 in flight); once the topic has stored them all
+    (msgInCounter), the subscription's msgDelayed has stopped changing for 5 s and the broker's
+    CPU is quiet for 3 s, the RSS growth since before producing, per message produced.
+    held is msgDelayed then: the messages the broker's delayed index holds. Pulsar's in-memory
+    tracker stops reading once it holds delayedDeliveryFixedDelayDetectionLookahead (50,000)
+    messages due in order (as here) and leaves the rest in the ledger until they are due, so
+    its held can be below the messages produced; letterbox indexes every message."""
     import pulsar
 
     client = pulsar.Client(system.service_url, operation_timeout_seconds=120, logger=quiet_logger())
@@ -217,24 +275,37 @@ def delayed_point(system: System, messages: int, a: Any) -> dict[str, Any]:
         consumer = subscribe(client)
         _quiet_cpu(system.pid, 1.0)
         before = mem(system.pid)
+        t0 = time.monotonic()
         produce_s = produce_delayed(system.service_url, messages, a.message_size, a.delay_s * 1000, True)
-        deadline, held = time.monotonic() + a.timeout, 0
-        while time.monotonic() < deadline:
-            sub = topic_stats(system, f"{NS}/{TOPIC}").get("subscriptions", {}).get(SUB, {})
-            held = int(sub.get("msgDelayed") or 0)
-            if held >= messages:
-                break
-            time.sleep(1)
+        stored, held = _wait_held(system, messages, a.timeout)
+        settled_s = time.monotonic() - t0
         quiet = _quiet_cpu(system.pid, 3.0)
         after = mem(system.pid)
         consumer.close()  # type: ignore[attr-defined]
     finally:
         client.close()
     grew = after["VmRSS_mb"] - before["VmRSS_mb"]
-    return {"messages": messages, "held": held, "produce_msg_s": round(messages / produce_s),
-            "rss_before_mb": before["VmRSS_mb"], "rss_after_mb": after["VmRSS_mb"],
-            "hwm_after_mb": after["VmHWM_mb"], "rss_growth_mb": round(grew, 1),
+    return {"messages": messages, "stored": stored, "held": held, "produce_msg_s": round(messages / produce_s),
+            "settled_s": round(settled_s, 1), "rss_before_mb": before["VmRSS_mb"],
+            "rss_after_mb": after["VmRSS_mb"], "hwm_after_mb": after["VmHWM_mb"], "rss_growth_mb": round(grew, 1),
             "rss_bytes_per_msg": round(grew * MB / messages, 1), "cpu_quiet": quiet}
+
+
+def _wait_held(system: System, messages: int, timeout: float, still_s: float = 5.0) -> tuple[int, int]:
+    """Poll the topic's stats until it has stored `messages` and the subscription's msgDelayed
+    has not changed for `still_s` (or reached `messages`); returns (stored, held)."""
+    deadline, last, since = time.monotonic() + timeout, -1, time.monotonic()
+    stored = held = 0
+    while time.monotonic() < deadline:
+        stats = topic_stats(system, f"{NS}/{TOPIC}")
+        stored = int(stats.get("msgInCounter") or 0)
+        held = int(stats.get("subscriptions", {}).get(SUB, {}).get("msgDelayed") or 0)
+        if held != last:
+            last, since = held, time.monotonic()
+        if stored >= messages and (held >= messages or time.monotonic() - since >= still_s):
+            return stored, held
+        time.sleep(0.5)
+    raise RuntimeError(f"not settled in {timeout:.0f} s: {stored:,} stored, {held:,} held of {messages:,}")
 
 
 def _quiet_cpu(pid: int, seconds: float) -> bool:

@@ -87,6 +87,12 @@ def nothing_early(consumer: object) -> bool:
     return False
 
 
+# Unacknowledged sends the producer keeps in flight. Apache Pulsar stops reading a connection
+# with more than maxPendingPublishRequestsPerConnection (1000) publishes outstanding, and 4.0.8
+# never resumed it here: the client's keep-alive then closes the connection every 30 s.
+MAX_PENDING = 1000
+
+
 def produce_delayed(url: str, n: int, size: int, delay_ms: int, fixed: bool) -> float:
     """fixed: every message gets the same deliver_at (now + delay, taken once);
     otherwise each message gets its own (send time + delay)."""
@@ -95,7 +101,7 @@ def produce_delayed(url: str, n: int, size: int, delay_ms: int, fixed: bool) -> 
     client = pulsar.Client(url, operation_timeout_seconds=60, io_threads=1, logger=quiet_logger())
     try:
         producer = client.create_producer(
-            TOPIC, batching_enabled=False, max_pending_messages=10_000,
+            TOPIC, batching_enabled=False, max_pending_messages=MAX_PENDING,
             block_if_queue_full=True, send_timeout_millis=120_000,
         )
         payload = b"x" * size

@@ -10,15 +10,17 @@ journalSyncData=true, conformance/pulsar/standalone.conf), both on free loopback
 
 Load generator: pulsar-perf (the reference distribution's Java tool, as capacity.py runs it) for
 the first four curves, identically for both brokers: one JVM producing (batched, its 1 ms
-window, at most 1000 messages outstanding per producer) and one JVM consuming (one Exclusive
-consumer per topic and subscription, from Earliest, every message acknowledged), both over one
-connection. Times are taken from pulsar-perf's own log lines: from the producer's "Created N
-producers" (start of sending; JVM start-up excluded) to the consumer's "DONE" (its last receipt).
+window, at most 1000 messages outstanding over all its producers) and one JVM consuming (one
+Exclusive consumer per topic and subscription, from Earliest, every message acknowledged), both
+over one connection. Times are taken from pulsar-perf's own log lines: from the producer's
+"Created N producers" (every producer exists: JVM start-up and creating them excluded) to the
+consumer's "DONE" (its last receipt); broker CPU over the same span. A point that takes longer
+than --timeout is reported as not finished.
 
   topics   T topics, one producer and one consumer each, --topic-messages in all (each producer
-           sends its T-th share), --message-size bytes: end-to-end msg/s, broker peak RSS, broker
-           CPU per message (from the producer's start to the consumer's end; includes creating
-           the producers)
+           sends its T-th share, at most 1000 // T outstanding), --message-size bytes: end-to-end
+           msg/s, broker peak RSS, broker CPU per message; and apart, the seconds pulsar-perf
+           took to create the T producers and to subscribe the T consumers
   subs     one topic, S subscriptions with a consumer each, --fanout-messages produced:
            delivered msg/s (messages x S / seconds), peak RSS, CPU per delivery
   backlog  B messages produced batched with a subscription but no consumer, then read from
@@ -27,10 +29,12 @@ producers" (start of sending; JVM start-up excluded) to the consumer's "DONE" (i
            (and its growth since before producing: Pulsar's bookie preallocates its files)
   size     one topic, --size-messages messages (at most --size-mb MB, at least
            --size-min-messages) of each size: publish MB/s and msg/s, end-to-end MB/s and msg/s
-  delayed  benchmarks/delayed_memory.py's measurement (official Python client, unbatched): a
-           Shared consumer subscribed, D messages due --delay-s ahead, then broker RSS growth per
-           held message once the subscription reports them all delayed and the CPU is quiet.
-           A JVM's RSS is heap touched, not live objects: Pulsar's tracker itself needs ~24 B each
+  delayed  benchmarks/delayed_memory.py's measurement (official Python client, unbatched, 1000
+           in flight): a Shared consumer subscribed, D messages due --delay-s ahead, then broker
+           RSS growth per message once all are stored, the subscription's msgDelayed (held) is
+           still and the CPU is quiet. Pulsar indexes at most 50,000 messages due in order and
+           reads the rest when due (held < D). A JVM's RSS is heap touched, not live objects:
+           Pulsar's tracker itself needs ~24 B a message
 
 The machine's pace is timed before and after each system (capacity.py's CPU probe). Writes
 --json-out, a Markdown table per curve, and with --charts a PNG per curve (growth-<curve>.png).
@@ -61,7 +65,8 @@ HIGHER, LOWER = "higher is better", "lower is better"
 SPEC: dict[str, tuple[str, list[tuple[str, str, str]], list[str]]] = {
     "topics": ("topics (one producer and one consumer each)", [
         ("e2e_msg_s", "end-to-end msg/s (all topics)", HIGHER), ("peak_rss_mb", "broker peak RSS (MB)", LOWER),
-        ("broker_cpu_us_per_msg", "broker CPU per message (µs)", LOWER)], ["messages_per_topic", "publish_msg_s"]),
+        ("broker_cpu_us_per_msg", "broker CPU per message (µs)", LOWER)],
+        ["messages_per_topic", "publish_msg_s", "create_s", "subscribe_s"]),
     "subs": ("subscriptions on one topic (a consumer each)", [
         ("e2e_msg_s", "delivered msg/s (messages x subscriptions / s)", HIGHER),
         ("peak_rss_mb", "broker peak RSS (MB)", LOWER),
@@ -75,10 +80,10 @@ SPEC: dict[str, tuple[str, list[tuple[str, str, str]], list[str]]] = {
     "size": ("message size (bytes)", [
         ("publish_mb_s", "publish MB/s", HIGHER), ("e2e_mb_s", "end-to-end MB/s", HIGHER),
         ("publish_msg_s", "publish msg/s", HIGHER)], ["messages", "e2e_msg_s", "peak_rss_mb"]),
-    "delayed": ("delayed messages held (due in an hour)", [
-        ("rss_bytes_per_msg", "broker RSS growth per held message (bytes)", LOWER),
+    "delayed": ("delayed messages waiting (due in an hour)", [
+        ("rss_bytes_per_msg", "broker RSS growth per delayed message (bytes)", LOWER),
         ("rss_after_mb", "broker RSS holding them (MB)", LOWER)],
-        ["held", "rss_before_mb", "rss_growth_mb", "produce_msg_s", "cpu_quiet"]),
+        ["stored", "held", "rss_before_mb", "rss_growth_mb", "produce_msg_s", "settled_s", "cpu_quiet"]),
 }
 # each curve's points option, its default and what a point is
 POINTS = {"topics": ("--topics", "1,10,100,1000", "topic counts (up to 10000)"),
@@ -121,8 +126,10 @@ def table(curve: str, rows: list[dict[str, Any]]) -> str:
     keys = [k for k, _, _ in charted] + extra
     lines = [f"| {xlabel} | system | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
     for r in sorted(rows, key=lambda r: (r["x"], r["system"])):
-        cells = [f"error: {r['error'].splitlines()[0][:120]}"] + [""] * (len(keys) - 1) if "error" in r \
-            else [fmt(r.get(k)) for k in keys]
+        cells = [fmt(r.get(k)) for k in keys]
+        if "error" in r:
+            first = r["error"].splitlines()[0].removeprefix("RuntimeError: ").split(";")[0][:120]
+            cells = [first if first.startswith("did not finish") else f"error: {first}"] + [""] * (len(keys) - 1)
         lines.append(f"| {r['x']:,} | {LABEL[r['system']]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
