@@ -13,16 +13,21 @@
 # it: without batch-index acknowledgements a batch entry stays whole until all of it is acked.
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulsar
@@ -276,3 +281,40 @@ def timed(cmd: list[str], must_pass: bool = True) -> tuple[float, float, str, in
     if done.returncode != 0 and must_pass:
         sys.exit(f"{' '.join(cmd[2:5])} failed ({done.returncode}):\n{done.stdout}\n{done.stderr[-3000:]}")
     return seconds, max(peak, before) / 1024, done.stdout + done.stderr, done.returncode
+
+
+@dataclass
+class Filled:
+    """A letterbox broker holding a filled fixture tenant, and the Apache Pulsar to migrate it to."""
+    fixture: Fixture
+    fill_s: float
+    migrate: list[str]  # `letterbox migrate` from the broker's tenant onto the target
+    target_url: str
+
+
+@contextlib.contextmanager
+def filled(prefix: str, topics: int, messages: int) -> Iterator[Filled]:
+    """A fresh letterbox (`--sync full`) with fill()'s tenant, and the reference Apache Pulsar:
+    the one LETTERBOX_REFERENCE_URLS names ("pulsar://... http://...") or one started here.
+    Both started brokers are stopped on the way out."""
+    from _broker import Broker
+    from _systems import Pulsar
+
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    given = os.environ.get("LETTERBOX_REFERENCE_URLS", "").split()
+    ref = None if given else Pulsar(tmp)
+    lb = Broker(tmp / "data", sync="full", log=tmp / "broker.log").start()
+    try:
+        if ref is not None:
+            ref.start()
+        target_url, target_admin = (given[0], given[1]) if ref is None else (ref.service_url, ref.admin_url)
+        tenant = f"{prefix.split('-')[-1]}{uuid.uuid4().hex[:6]}"
+        t0 = time.perf_counter()
+        fx = fill(lb.url, lb.admin_url(), tenant, topics, messages)
+        yield Filled(fx, time.perf_counter() - t0, [
+            sys.executable, "-m", "letterbox", "migrate", "--service-url", lb.url, "--admin-url", lb.admin_url(),
+            "--target-url", target_url, "--target-admin-url", target_admin, "--tenant", tenant], target_url)
+    finally:
+        lb.stop()
+        if ref is not None:
+            ref.stop()

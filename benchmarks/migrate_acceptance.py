@@ -17,17 +17,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 import pulsar
-from _broker import Broker
-from _migrate_fixture import LOGGER, SUBSCRIPTIONS, TRIAGE, Fixture, fill, message_id, timed
-from _systems import Pulsar
+from _migrate_fixture import LOGGER, SUBSCRIPTIONS, TRIAGE, Fixture, filled, message_id, timed
 
 OWN = ("MIGRATED_MESSAGE_ID", "MIGRATED_PUBLISH_TIME")
 FIRST_MESSAGE_MS = 30_000
@@ -154,21 +149,10 @@ def main() -> None:
     a = ap.parse_args()
     if a.topics < 6:
         sys.exit("--topics: at least 6 (t3 and t5 carry the dead letter and retry topics)")
-    tmp = Path(tempfile.mkdtemp(prefix="migrate-acceptance-"))
-    given = os.environ.get("LETTERBOX_REFERENCE_URLS", "").split()
-    ref = None if given else Pulsar(tmp)
-    lb = Broker(tmp / "data", sync="full", log=tmp / "broker.log").start()
-    try:
-        if ref is not None:
-            ref.start()
-        target_url, target_admin = (given[0], given[1]) if given else (ref.service_url, ref.admin_url)  # type: ignore[union-attr]
-        tenant = f"accept{uuid.uuid4().hex[:6]}"
-        t0 = time.perf_counter()
-        fx = fill(lb.url, lb.admin_url(), tenant, a.topics, a.messages)
-        print(f"filled in {time.perf_counter() - t0:.0f} s: {fx.messages:,} messages, "
+    with filled("migrate-accept", a.topics, a.messages) as f:
+        fx, base, target_url = f.fixture, f.migrate, f.target_url
+        print(f"filled in {f.fill_s:.0f} s: {fx.messages:,} messages, "
               f"{sum(len(s) for s in fx.owed.values())} subscriptions", file=sys.stderr)
-        base = [sys.executable, "-m", "letterbox", "migrate", "--service-url", lb.url, "--admin-url", lb.admin_url(),
-                "--target-url", target_url, "--target-admin-url", target_admin, "--tenant", tenant]
         seconds, rss, _, _ = timed(base)
         verify_s, _, out, status = timed([*base, "--verify"], must_pass=False)
         resent = sum(int(line.rsplit("(", 1)[1].split()[0]) for line in out.splitlines()
@@ -194,10 +178,6 @@ def main() -> None:
               f"{[round(x, 2) for x in os.getloadavg()]}; subscriptions per row: "
               f"{', '.join(SUBSCRIPTIONS)} on every topic\n")
         ok = report(fx, tallies, dead, seconds, rss, verify_s, verified)
-    finally:
-        lb.stop()
-        if ref is not None:
-            ref.stop()
     sys.exit(0 if ok else 1)
 
 

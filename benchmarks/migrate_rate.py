@@ -15,15 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import tempfile
 import time
-import uuid
-from pathlib import Path
 
-from _broker import Broker
-from _migrate_fixture import fill, timed
-from _systems import Pulsar
+from _migrate_fixture import filled, timed
 
 
 def main() -> None:
@@ -31,20 +25,8 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--topics", type=int, default=10)
     a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="migrate-rate-"))
-    given = os.environ.get("LETTERBOX_REFERENCE_URLS", "").split()
-    ref = None if given else Pulsar(tmp)
-    lb = Broker(tmp / "data", sync="full", log=tmp / "broker.log").start()
-    try:
-        if ref is not None:
-            ref.start()
-        target_url, target_admin = (given[0], given[1]) if given else (ref.service_url, ref.admin_url)  # type: ignore[union-attr]
-        tenant = f"rate{uuid.uuid4().hex[:6]}"
-        t0 = time.perf_counter()
-        fx = fill(lb.url, lb.admin_url(), tenant, a.topics, a.messages)
-        fill_s = time.perf_counter() - t0
-        base = [sys.executable, "-m", "letterbox", "migrate", "--service-url", lb.url, "--admin-url", lb.admin_url(),
-                "--target-url", target_url, "--target-admin-url", target_admin, "--tenant", tenant]
+    with filled("migrate-rate", a.topics, a.messages) as f:
+        fx, fill_s, base = f.fixture, f.fill_s, f.migrate
         seconds, rss, _, _ = timed(base)
         verify_s, verify_rss, out, _ = timed([*base, "--verify"])
         total = fx.messages
@@ -55,10 +37,6 @@ def main() -> None:
         print(f"| {total:,} | {fx.topics} (2) | {seconds:.1f} "
               f"| {total / seconds:,.0f} | {rss:.0f} | {verify_s:.1f} | {verify_rss:.0f} |")
         print("\n" + next((line for line in out.splitlines() if line.startswith("verified")), out[-500:]))
-    finally:
-        lb.stop()
-        if ref is not None:
-            ref.stop()
 
 
 if __name__ == "__main__":
