@@ -22,14 +22,13 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crc32c import crc32c
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from letterbox.protocol import pulsar_api_pb2 as pb
 from letterbox.protocol.ack_decoder import AckFields, decode_ack
 from letterbox.protocol.send_decoder import SendCommand, decode_send_command
-from letterbox.protocol.speedups import send_codec
+from letterbox.protocol.speedups import crc32c, send_codec
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from crc32c import crc32c
+from letterbox.protocol.speedups import crc32c
 
 from .errors import CorruptEntry
 
