@@ -1,5 +1,6 @@
 # Helpers shared by the benchmark scripts: start/stop a letterbox broker on a
-# free port and read a process's CPU time and memory from /proc (no psutil).
+# free port and read a process's CPU time and memory from /proc (no psutil), its peak RSS
+# sampled over a span.
 from __future__ import annotations
 
 import compileall
@@ -7,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -102,6 +104,26 @@ def memory_mb(pid: int) -> dict[str, float]:
             if key in ("VmRSS", "VmHWM"):
                 out[key] = int(value.split()[0]) / 1024
     return out
+
+
+class PeakRss(threading.Thread):
+    """Samples a process's RSS every 100 ms; `peak_mb` once stopped."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_mb, self._stop_at = pid, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_at.wait(0.1):
+            try:
+                self.peak_mb = max(self.peak_mb, memory_mb(self.pid).get("VmRSS", 0.0))
+            except OSError:
+                return
+
+    def stop(self) -> float:
+        self._stop_at.set()
+        self.join()
+        return round(self.peak_mb, 1)
 
 
 class Broker:

@@ -15,9 +15,10 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from _broker import CpuSpan, cpu_seconds, memory_mb
+from _broker import CpuSpan, PeakRss, cpu_seconds, memory_mb
+from _capacity_run import perf
 from _systems import System
-from capacity import FAR_ABOVE, PeakRss, perf
+from capacity import FAR_ABOVE
 from delayed_memory import (
     SUB,
     TOPIC,

@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,21 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _broker import CpuSpan, memory_mb
+from _capacity_run import SUBSCRIPTION, PulsarPerf, Report, measure, median
 from _systems import Letterbox, Pulsar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from conformance import reference  # noqa: E402  (the repository's own reference-broker module)
 
-_NUM = r"([\d,.]+)"
-PRODUCED = re.compile(r"Throughput produced: .*? ---\s+" + _NUM + r"\s+msg/s .*?Latency: mean:\s+" + _NUM
-                      + r" ms - med:\s+" + _NUM + r" - 95pct:\s+" + _NUM + r" - 99pct:\s+" + _NUM
-                      + r" - 99\.9pct:\s+" + _NUM)
-RECEIVED = re.compile(r"Throughput received: .*? ---\s+" + _NUM + r"\s+msg/s .*?Latency: mean:\s+" + _NUM
-                      + r" ms - med:\s+" + _NUM + r" - 95pct:\s+" + _NUM + r" - 99pct:\s+" + _NUM
-                      + r" - 99\.9pct:\s+" + _NUM)
-TOTAL_SENT = re.compile(r"Throughput produced:\s+([\d,]+) msg")
 FAR_ABOVE = 10_000_000  # msg/s asked for in "max" cases: pulsar-perf refuses 0
 
 
@@ -73,16 +63,6 @@ class Case:
         what = "max" if self.kind == "max" else f"{self.rate:,} msg/s"
         return (f"{what}, {self.size} B, {'batched' if self.batching else 'unbatched'}, "
                 f"{self.producers} producer{'s' if self.producers > 1 else ''}, {where}")
-
-
-def _floats(m: re.Match[str]) -> list[float]:
-    return [float(g.replace(",", "")) for g in m.groups()]
-
-
-def intervals(text: str, pattern: re.Pattern[str]) -> list[dict[str, float]]:
-    """pulsar-perf's 10 s report lines as numbers: rate, mean, p50, p95, p99, p99.9 (ms)."""
-    keys = ("rate", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms")
-    return [dict(zip(keys, _floats(m), strict=True)) for m in pattern.finditer(text)]
 
 
 class FirstReceipt(threading.Thread):
@@ -134,106 +114,30 @@ def _silent() -> Any:
     return log
 
 
-class PeakRss(threading.Thread):
-    """Samples a process's RSS every 100 ms; `peak_mb` once stopped."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak_mb, self._stop_at = pid, 0.0, threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_at.wait(0.1):
-            try:
-                self.peak_mb = max(self.peak_mb, memory_mb(self.pid).get("VmRSS", 0.0))
-            except OSError:
-                return
-
-    def stop(self) -> float:
-        self._stop_at.set()
-        self.join()
-        return round(self.peak_mb, 1)
-
-
-def perf(system: Pulsar | Letterbox, args: list[str]) -> subprocess.Popen[str]:
-    """A pulsar-perf process against `system`, its output to a pipe."""
-    cmd = reference.tool_command("pulsar-perf", args, system.service_url, system.admin_url)
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 def run_case(system: Pulsar | Letterbox, case: Case, duration: int) -> dict[str, Any]:
     topic = f"persistent://public/default/cap-{uuid.uuid4().hex[:8]}"
-    common = ["-time", str(duration + 2)]
+    consume = ["consume", "-ss", SUBSCRIPTION, "-sp", "Earliest", "-time", str(duration + 2), topic]
     produce = ["produce", "-r", str(case.rate), "-s", str(case.size), "-n", str(case.producers), "-time",
                str(duration), "-o", "1000", *([] if case.batching else ["-db"]),
                topic]  # a partitioned topic is created beforehand (below), not by pulsar-perf's -np
     if case.partitions:  # the consumer subscribes first: the topic must exist with its partitions
         _create_partitioned(system.admin_url, topic, case.partitions)
-    consumer = perf(system, ["consume", "-ss", "cap", "-sp", "Earliest", *common, topic])
-    wait_subscribed(system.admin_url, topic, bool(case.partitions), consumer)
-    span, rss = CpuSpan(system.pid), PeakRss(system.pid)
-    rss.start()
-    producer = perf(system, produce)
-    try:
-        out_p, out_c = _output(producer, duration + 60), _output(consumer, 60)
-    finally:
-        for proc in (producer, consumer):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    cpu_s, peak = span.seconds(), rss.stop()
-    pub, rec = intervals(out_p, PRODUCED)[1:], intervals(out_c, RECEIVED)[1:]
-    if not pub or not rec:
-        tail = "\n".join((out_p if not pub else out_c).splitlines()[-15:])
-        raise RuntimeError(f"{system.name}, {case.label}: pulsar-perf reported no interval after the first:\n{tail}")
-    totals = TOTAL_SENT.findall(out_p)
-    sent = float(totals[-1].replace(",", "")) if totals else 0.0
+    m = measure(system, PulsarPerf(), consume, produce, topic, bool(case.partitions), duration,
+                f"{system.name}, {case.label}")
 
-    def med(rows: list[dict[str, float]], key: str) -> float:
-        return round(statistics.median(r[key] for r in rows), 2) if rows else float("nan")
+    def med(rows: list[Report], key: str) -> float:
+        return round(median(rows, key), 2)
 
+    pub, rec = m.published, m.received
     return {
         "system": system.name, "case": case.label, "kind": case.kind,
         "publish_msg_s": med(pub, "rate"), "received_msg_s": med(rec, "rate"),
         "publish_p50_ms": med(pub, "p50_ms"), "publish_p99_ms": med(pub, "p99_ms"),
         "publish_p999_ms": med(pub, "p999_ms"), "e2e_p50_ms": med(rec, "p50_ms"),
         "e2e_p99_ms": med(rec, "p99_ms"), "e2e_p999_ms": med(rec, "p999_ms"),
-        "peak_rss_mb": peak, "broker_cpu_us_per_msg": round(cpu_s / sent * 1e6, 1) if sent else float("nan"),
+        "peak_rss_mb": m.peak_rss_mb, "broker_cpu_us_per_msg": m.cpu_us_per_msg,
         "intervals": {"publish": pub, "received": rec},
     }
-
-
-def _output(proc: subprocess.Popen[str], timeout: float) -> str:
-    """What a pulsar-perf process printed; one that has not exited `timeout` s after its time
-    (a producer can hang closing while its pending sends drain) is killed: its 10 s reports
-    so far are what it measured."""
-    try:
-        return proc.communicate(timeout=timeout)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.communicate()[0]
-
-
-def wait_subscribed(admin_url: str, topic: str, partitioned: bool, consumer: subprocess.Popen[str],
-                    timeout: float = 120.0) -> None:
-    """Until pulsar-perf's consumer is attached (its JVM takes seconds to start): a producer that
-    started before would build a backlog, and the end-to-end latency would measure that."""
-    import urllib.error
-    import urllib.request
-
-    path = topic.replace("persistent://", "persistent/")
-    url = f"{admin_url}/admin/v2/{path}/{'partitioned-stats' if partitioned else 'stats'}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if consumer.poll() is not None:
-            raise RuntimeError(f"pulsar-perf consume exited ({consumer.returncode}) before subscribing")
-        try:
-            with urllib.request.urlopen(url, timeout=10) as r:
-                if json.load(r).get("subscriptions", {}).get("cap", {}).get("consumers"):
-                    return
-        except (urllib.error.URLError, OSError, ValueError):
-            pass  # the topic does not exist until the consumer's subscribe creates it
-        time.sleep(0.2)
-    raise TimeoutError(f"pulsar-perf consume did not subscribe to {topic} within {timeout}s")
 
 
 def _create_partitioned(admin_url: str, topic: str, partitions: int) -> None:

@@ -19,10 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,62 +27,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _broker import CpuSpan
+from _capacity_run import SUBSCRIPTION, GoPerf, measure, median
 from _systems import Letterbox, Pulsar
-from capacity import PeakRss, cpu_probe, wait_subscribed
+from capacity import cpu_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "build" / "pulsar-perf-go"
-_NUM = r"([\d.]+)"
-PUBLISHED = re.compile(r"Publish rate:\s*" + _NUM + r" msg/s.*?Latency ms: 50%\s*" + _NUM + r"\s*-95%\s*" + _NUM
-                       + r"\s*- 99%\s*" + _NUM + r"\s*- 99\.9%\s*" + _NUM, re.S)
-CONSUMED = re.compile(r"Consume rate:\s*" + _NUM + r" msg/s")
-
-
-def go_perf(url: str, args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(TOOL), *args, "-u", url, "--metrics", "-1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-
-
-def _stop(proc: subprocess.Popen[str]) -> str:
-    """Stop a Go perf process (it runs until signalled) and return what it printed."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        return proc.communicate(timeout=30)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.communicate()[0]
 
 
 def run_once(system: Pulsar | Letterbox, size: int, duration: int) -> dict[str, Any]:
     topic = f"persistent://public/default/capgo-{uuid.uuid4().hex[:8]}"
-    consumer = go_perf(system.service_url, ["consume", "-s", "cap", topic])
-    producer = None
-    try:
-        wait_subscribed(system.admin_url, topic, False, consumer)
-        span, rss = CpuSpan(system.pid), PeakRss(system.pid)
-        rss.start()
-        producer = go_perf(system.service_url, ["produce", "-r", "0", "-s", str(size), topic])
-        time.sleep(duration)  # the tools run until stopped; they report every 10 s meanwhile
-        out_p = _stop(producer)
-        out_c = _stop(consumer)
-    finally:
-        for proc in (producer, consumer):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    cpu_s, peak = span.seconds(), rss.stop()
-    pub = [[float(x) for x in m.groups()] for m in PUBLISHED.finditer(out_p)][1:]
-    rec = [float(m.group(1)) for m in CONSUMED.finditer(out_c)][1:]
-    if not pub or not rec:
-        tail = "\n".join((out_p if not pub else out_c).splitlines()[-10:])
-        raise RuntimeError(f"{system.name}: pulsar-perf-go reported no interval after the first:\n{tail}")
-    sent = sum(p[0] for p in pub) * 10
-    return {"system": system.name, "publish_msg_s": statistics.median(p[0] for p in pub),
-            "received_msg_s": statistics.median(rec), "publish_p50_ms": statistics.median(p[1] for p in pub),
-            "publish_p99_ms": statistics.median(p[3] for p in pub), "peak_rss_mb": peak,
-            "broker_cpu_us_per_msg": round(cpu_s / sent * 1e6, 1) if sent else float("nan")}
+    m = measure(system, GoPerf(TOOL), ["consume", "-s", SUBSCRIPTION, topic],
+                ["produce", "-r", "0", "-s", str(size), topic], topic, False, duration, system.name)
+    return {"system": system.name, "publish_msg_s": median(m.published, "rate"),
+            "received_msg_s": median(m.received, "rate"), "publish_p50_ms": median(m.published, "p50_ms"),
+            "publish_p99_ms": median(m.published, "p99_ms"), "peak_rss_mb": m.peak_rss_mb,
+            "broker_cpu_us_per_msg": m.cpu_us_per_msg}
 
 
 def main() -> None:

@@ -54,8 +54,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _broker import PeakRss
 from _systems import ROOT, Letterbox, Pulsar, reference
-from capacity import PeakRss, cpu_probe
+from capacity import cpu_probe
 
 JAR = ROOT / "benchmarks" / "java" / "target" / "letterbox-bench.jar"
 JVM = ["-Xms512m", "-Xmx512m", "-XX:+UseG1GC"]

@@ -76,6 +76,12 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "unknown-schema-strategy-refused",
         pulsar={"bogus": 204, "after": [200, "UNDEFINED"]},
         letterbox={"bogus": 400, "after": [200, "FORWARD"]}),
+    ("python", "publish_in_flight_over_1000"): Deliberate(
+        "a connection paused at 1,000 unreceipted sends is read again as soon as its receipts bring it "
+        "back to 500; Pulsar's stays unread until the client's keep-alive closes it (about 60 s)",
+        "reading-resumes-after-publish-backpressure",
+        pulsar={"all_receipted_within_10s": False, "at_least_1000_receipted": True, "failed": 0},
+        letterbox={"all_receipted_within_10s": True, "at_least_1000_receipted": True, "failed": 0}),
     ("python", "broker_backoff_property"): Deliberate(
         "the consumer property letterbox.backoff.min_ms makes the broker hold a nacked message back "
         "(on every subscription type); Pulsar keeps consumer properties as metadata only",

@@ -1,5 +1,6 @@
 """Python scenarios: producer access modes (Shared, Exclusive, WaitForExclusive,
-ExclusiveWithFencing), chunked messages, the 5 MB message limit and bad topic names."""
+ExclusiveWithFencing), chunked messages, the 5 MB message limit, bad topic names and more
+sends in flight on one connection than the broker's maxPendingPublishRequestsPerConnection."""
 from __future__ import annotations
 
 import contextlib
@@ -159,3 +160,35 @@ def invalid_topic_names(t: Target, p: str) -> Any:
             except Exception as e:
                 out[label] = error_name(e)
     return out
+
+
+IN_FLIGHT = 3000  # three times maxPendingPublishRequestsPerConnection (1,000 on both brokers)
+
+
+@scenario
+def publish_in_flight_over_1000(t: Target, p: str) -> Any:
+    """3,000 sends in flight on one connection (send_async, batching off, a producer queue of
+    5,000): whether every receipt arrives within 10 s. Both brokers stop reading a connection
+    that has 1,000 sends unreceipted; what differs is whether reading resumes as receipts go out.
+    The client's operation timeout is short: a close the broker does not read gives up soon."""
+    topic = f"{p}-inflight"
+    results: list[bool] = []
+    lock, all_in = threading.Lock(), threading.Event()
+
+    def receipt(res: Any, _msg_id: Any) -> None:
+        with lock:
+            results.append(res == pulsar.Result.Ok)
+            if len(results) == IN_FLIGHT:
+                all_in.set()
+
+    with contextlib.suppress(pulsar.Timeout, pulsar.AlreadyClosed), client(t, operation_timeout_seconds=3) as c:
+        prod = c.create_producer(topic, batching_enabled=False, max_pending_messages=5000, block_if_queue_full=True)
+        for i in range(IN_FLIGHT):
+            prod.send_async(b"m%d" % i, receipt)
+        all_in.wait(10)
+        with lock:
+            receipted, failed = results.count(True), results.count(False)
+        with contextlib.suppress(Exception):
+            prod.close()
+    return {"all_receipted_within_10s": receipted == IN_FLIGHT, "at_least_1000_receipted": receipted >= 1000,
+            "failed": failed}

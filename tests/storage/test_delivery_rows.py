@@ -9,6 +9,8 @@ import asyncio
 import json
 import sqlite3
 import textwrap
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,30 +18,74 @@ from storage_helpers import run_printing_child, run_with_store
 
 from letterbox.storage import Store
 from letterbox.storage.managed_cursor import ManagedCursor
+from letterbox.storage.managed_ledger import ManagedLedger
 from letterbox.storage.ops import WriteOp
 from letterbox.storage.schema import db_path
 
 ENTRIES = 300
 
 
-def _rows(path: Path) -> dict[int, tuple[object, ...]]:
-    with sqlite3.connect(db_path(path)) as conn:
-        return {int(r[0]): tuple(r[1:]) for r in conn.execute(
-            "SELECT entry_id, count, first_ms, last_ms, due_ms, index_counts FROM deliveries ORDER BY entry_id")}
+@dataclass(frozen=True)
+class Session:
+    """One store session on the data dir: ledger "t" and its subscription "s"."""
+
+    store: Store
+    ledger: ManagedLedger
+    cursor: ManagedCursor
 
 
-def _record(path: Path) -> dict[str, object]:
-    with sqlite3.connect(db_path(path)) as conn:
-        (state,) = conn.execute("SELECT state FROM cursors WHERE name = 's'").fetchone()
-    return dict(json.loads(bytes(state)))
+Body = Callable[[Session], Awaitable[None]]
 
 
-def test_a_write_carries_only_the_rows_that_changed(tmp_path: Path) -> None:
-    async def body(store: Store) -> None:
-        led = store.open_ledger("t")
-        for _i in range(ENTRIES):
-            await led.append(b"m", 1, 1000)
-        c = led.open_cursor("s", "earliest")
+class DataDir:
+    """A data dir for these tests: `write` runs the first session (`entries` messages on "t",
+    subscription "s" from the earliest, durable before `body` runs), `reopen` a later one on
+    what the earlier sessions left; `rows` and `record` read the database between sessions."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, entries: int, body: Body | None = None) -> None:
+        async def session(store: Store) -> None:
+            led = store.open_ledger("t")
+            for _ in range(entries):
+                await led.append(b"m", 1, 1000)
+            c = led.open_cursor("s", "earliest")
+            await store.barrier()
+            if body is not None:
+                await body(Session(store, led, c))
+
+        run_with_store(self.path, session)
+
+    def reopen(self, body: Body) -> None:
+        async def session(store: Store) -> None:
+            led = store.get_ledger("t")
+            assert led is not None
+            c = led.cursors()["s"]
+            assert isinstance(c, ManagedCursor)
+            await body(Session(store, led, c))
+
+        run_with_store(self.path, session)
+
+    def rows(self) -> dict[int, tuple[object, ...]]:
+        with sqlite3.connect(db_path(self.path)) as conn:
+            return {int(r[0]): tuple(r[1:]) for r in conn.execute(
+                "SELECT entry_id, count, first_ms, last_ms, due_ms, index_counts FROM deliveries ORDER BY entry_id")}
+
+    def record(self) -> dict[str, object]:
+        with sqlite3.connect(db_path(self.path)) as conn:
+            (state,) = conn.execute("SELECT state FROM cursors WHERE name = 's'").fetchone()
+        return dict(json.loads(bytes(state)))
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> DataDir:
+    return DataDir(tmp_path)
+
+
+def test_a_write_carries_only_the_rows_that_changed(data: DataDir) -> None:
+    async def body(s: Session) -> None:
+        c = s.cursor
         c.deliveries.delivered_run(list(range(ENTRIES)), 5000)
         c.increment_redelivery(range(ENTRIES))
         await c.flush()
@@ -50,22 +96,20 @@ def test_a_write_carries_only_the_rows_that_changed(tmp_path: Path) -> None:
         assert [r[:2] for r in op.deliveries.upserts] == [(7, 2), (8, 2)] and op.deliveries.deletes == [9]
         assert not op.deliveries.replace_all
         assert b'"c"' not in op.state, "the record holds no counts"
-        await led._write([op])
+        await s.ledger._write([op])
 
-    run_with_store(tmp_path, body)
-    rows = _rows(tmp_path)
+    data.write(ENTRIES, body)
+    rows = data.rows()
     assert len(rows) == ENTRIES - 1 and 9 not in rows
     assert rows[7] == (2, 5000, 5000, None, None) and rows[10] == (1, 5000, 5000, None, None)
-    assert _record(tmp_path)["v"] == 3
+    assert data.record()["v"] == 3
 
-    async def reopen(store: Store) -> None:
-        led = store.get_ledger("t")
-        assert led is not None
-        c = led.cursors()["s"]
+    async def reopened(s: Session) -> None:
+        c = s.cursor
         assert c.redelivery_counts() == {e: 2 if e in (7, 8) else 1 for e in range(ENTRIES) if e != 9}
         assert c.deliveries.delivery_times(7) == (5000, 5000)
 
-    run_with_store(tmp_path, reopen)
+    data.reopen(reopened)
 
 
 # The child: rounds of counts, a move (one transaction: an append to "dlq" and the ack of the
@@ -121,16 +165,14 @@ def _expected(rounds: int) -> dict[int, int]:
     return counts
 
 
-def test_counts_written_as_rows_survive_a_kill_9(tmp_path: Path) -> None:
-    printed, _ = run_printing_child(CHILD, [str(tmp_path), str(ENTRIES)], 40)
+def test_counts_written_as_rows_survive_a_kill_9(data: DataDir) -> None:
+    printed, _ = run_printing_child(CHILD, [str(data.path), str(ENTRIES)], 40)
     assert len(printed) >= 40, "child died early"
     last = max(printed)
 
-    async def check(store: Store) -> None:
-        led, dlq = store.get_ledger("t"), store.get_ledger("dlq")
-        assert led is not None and dlq is not None
-        c = led.cursors()["s"]
-        assert isinstance(c, ManagedCursor)
+    async def check(s: Session) -> None:
+        c, dlq = s.cursor, s.store.get_ledger("dlq")
+        assert dlq is not None
         # every printed round is durable; the round after it may have committed in part
         rounds = last + 1 if c.is_acked(last + 1) else last
         expected = _expected(rounds)
@@ -140,23 +182,16 @@ def test_counts_written_as_rows_survive_a_kill_9(tmp_path: Path) -> None:
             assert c.redelivery_counts() == {**expected, ENTRIES - rounds: c.redelivery_count(ENTRIES - rounds)}
         assert dlq.last_confirmed.entry_id + 1 == rounds, "one dead letter per committed move"
 
-    run_with_store(tmp_path, check)
+    data.reopen(check)
 
 
-def test_a_data_dir_with_version_2_records_opens_and_moves_to_rows(tmp_path: Path) -> None:
-    async def create(store: Store) -> None:
-        led = store.open_ledger("t")
-        for _ in range(6):
-            await led.append(b"m", 1, 1000)
-        led.open_cursor("s", "earliest")
-        await store.barrier()
-
-    run_with_store(tmp_path, create)
+def test_a_data_dir_with_version_2_records_opens_and_moves_to_rows(data: DataDir) -> None:
+    data.write(6)
     # what a broker before the rows wrote: the delivery state inside the record, no table
     v2 = {"v": 2, "md": 0, "batches": [[4, 3, 1]], "props": {"p": 5}, "ranges": [[2, 2]],
           "c": [1, 3, 4, 2], "ic": [[4, [[0, 1]]]], "t": [1, 100, 200, 4, 300, 400, 5, 500, 600],
           "d": [5, 99_000]}
-    with sqlite3.connect(db_path(tmp_path)) as conn:
+    with sqlite3.connect(db_path(data.path)) as conn:
         conn.execute("DROP TABLE deliveries")
         conn.execute("UPDATE cursors SET state = ?", (json.dumps(v2, separators=(",", ":")).encode(),))
 
@@ -168,30 +203,22 @@ def test_a_data_dir_with_version_2_records_opens_and_moves_to_rows(tmp_path: Pat
         assert [c.deliveries.delivery_times(e) for e in (1, 4, 5)] == [(100, 200), (300, 400), (500, 600)]
         assert c.deliveries.due == {5: 99_000}
 
-    async def reopen(store: Store) -> None:
-        led = store.get_ledger("t")
-        assert led is not None
-        c = led.cursors()["s"]
-        assert isinstance(c, ManagedCursor)
-        same(c)
-        c.set_property("q", 1)  # any write moves the whole delivery state into rows
-        await c.flush()
+    async def first(s: Session) -> None:
+        same(s.cursor)
+        s.cursor.set_property("q", 1)  # any write moves the whole delivery state into rows
+        await s.cursor.flush()
 
-    run_with_store(tmp_path, reopen)
-    record = _record(tmp_path)
+    data.reopen(first)
+    record = data.record()
     assert record["v"] == 3 and not {"c", "ic", "t", "d"} & set(record)
-    assert _rows(tmp_path) == {1: (3, 100, 200, None, None), 4: (2, 300, 400, None, "[[0,1]]"),
-                               5: (0, 500, 600, 99_000, None)}
+    assert data.rows() == {1: (3, 100, 200, None, None), 4: (2, 300, 400, None, "[[0,1]]"),
+                           5: (0, 500, 600, 99_000, None)}
 
-    async def again(store: Store) -> None:
-        led = store.get_ledger("t")
-        assert led is not None
-        c = led.cursors()["s"]
-        assert isinstance(c, ManagedCursor)
-        same(c)
-        assert c.properties == {"p": 5, "q": 1}
+    async def again(s: Session) -> None:
+        same(s.cursor)
+        assert s.cursor.properties == {"p": 5, "q": 1}
 
-    run_with_store(tmp_path, again)
+    data.reopen(again)
 
 
 class _BoomOp(WriteOp):
@@ -199,12 +226,9 @@ class _BoomOp(WriteOp):
         raise RuntimeError("boom")
 
 
-def test_flush_writes_only_what_is_unwritten_and_again_after_a_failed_write(tmp_path: Path) -> None:
-    async def body(store: Store) -> None:
-        led = store.open_ledger("t")
-        for _ in range(3):
-            await led.append(b"m", 1, 1000)
-        c = led.open_cursor("s", "earliest")
+def test_flush_writes_only_what_is_unwritten_and_again_after_a_failed_write(data: DataDir) -> None:
+    async def body(s: Session) -> None:
+        store, c = s.store, s.cursor
         await c.flush()
         ops: list[list[WriteOp]] = []
         submit = store._submit
@@ -224,33 +248,28 @@ def test_flush_writes_only_what_is_unwritten_and_again_after_a_failed_write(tmp_
         await c.flush()  # nothing unwritten when it began, but the write it waited for failed
         with pytest.raises(RuntimeError, match="boom"):
             await failing
-        assert _rows(tmp_path) == {1: (1, None, None, None, None)}, "durable when flush() returned"
+        assert data.rows() == {1: (1, None, None, None, None)}, "durable when flush() returned"
         assert ops[-1] == [] and ["CursorWriteOp"] in [[type(op).__name__ for op in b] for b in ops[2:]]
         store._submit = submit  # type: ignore[method-assign]
 
-    run_with_store(tmp_path, body)
-    assert _rows(tmp_path) == {1: (1, None, None, None, None)}
+    data.write(3, body)
+    assert data.rows() == {1: (1, None, None, None, None)}
 
 
-def test_a_deleted_subscription_leaves_no_rows_for_one_of_the_same_name(tmp_path: Path) -> None:
-    async def body(store: Store) -> None:
-        led = store.open_ledger("t")
-        for _ in range(3):
-            await led.append(b"m", 1, 1000)
-        c = led.open_cursor("s", "earliest")
+def test_a_deleted_subscription_leaves_no_rows_for_one_of_the_same_name(data: DataDir) -> None:
+    async def body(s: Session) -> None:
+        c = s.cursor
         c.increment_redelivery([0, 1])
         await c.flush()
-        await led.delete_cursor("s")
-        again = led.open_cursor("s", "earliest")
+        await s.ledger.delete_cursor("s")
+        again = s.ledger.open_cursor("s", "earliest")
         assert again.redelivery_counts() == {}
         await again.flush()
 
-    run_with_store(tmp_path, body)
-    assert _rows(tmp_path) == {}
+    data.write(3, body)
+    assert data.rows() == {}
 
-    async def reopen(store: Store) -> None:
-        led = store.get_ledger("t")
-        assert led is not None
-        assert led.cursors()["s"].redelivery_counts() == {}
+    async def reopened(s: Session) -> None:
+        assert s.cursor.redelivery_counts() == {}
 
-    run_with_store(tmp_path, reopen)
+    data.reopen(reopened)

@@ -130,32 +130,41 @@ def migrate(ctx: click.Context, service_url: str, admin_url: str, data_dir: Path
              open_client(target_url, target_auth, target_timeout), check, target_timeout)
 
 
+class _Progress:
+    """Where a migration run is: the step it is on (named in the message when it stops) and the
+    progress line on stderr for the topic being copied."""
+
+    def __init__(self) -> None:
+        self.at = "the target's tenants and namespaces"
+
+    def topic(self, topic: str, sent: int, total: int) -> None:
+        self.at = topic
+        click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)
+
+
 def _run(plan: Any, source_admin: AdminClient, target_admin: AdminClient, source: Any, target: Any,
          check: bool, timeout_s: int) -> None:
     import pulsar
 
     from letterbox import migrate as m
 
-    at = ["the target's tenants and namespaces"]
+    progress = _Progress()
     problems: list[Any] = []
     try:
-        def told(topic: str, sent: int, total: int) -> None:
-            at[0] = topic
-            click.echo(f"\r{topic}: {sent}/{total}", nl=False, err=True)
-
         try:
-            for copied in m.migrate(plan, source_admin, target_admin, source, target, told, note, timeout_s * 1000):
+            for copied in m.migrate(plan, source_admin, target_admin, source, target, progress.topic, note,
+                                    timeout_s * 1000):
                 click.echo(f"\r{copied.topic}: {copied.messages} messages ({copied.sent} sent by this run)", err=True)
             if check:
-                at[0] = "the verification"
+                progress.at = "the verification"
                 problems = m.verify(plan, source_admin, target_admin, source, target)
         except (m.CopyInterrupted, pulsar.PulsarException, AdminUnreachable, AdminApiError) as exc:
             if isinstance(exc, AdminApiError) and exc.status < 500:
                 raise
             detail = (exc.format_message() if isinstance(exc, click.ClickException) else str(exc)) or type(exc).__name__
             click.echo(err=True)  # after the progress line
-            raise click.ClickException(f"migrate stopped at {at[0]}: {detail}; what was copied stays: run the same "
-                                       "command again once both brokers answer, it resumes there") from None
+            raise click.ClickException(f"migrate stopped at {progress.at}: {detail}; what was copied stays: run the "
+                                       "same command again once both brokers answer, it resumes there") from None
         if check:
             for p in problems:
                 click.echo(f"differs: {p.what} {p.name}: source {p.source}, target {p.target}", err=True)
