@@ -7,6 +7,7 @@ from pathlib import Path
 from storage_helpers import run_with_store
 
 from letterbox.storage import ManagedLedger, Position, Store
+from letterbox.storage.managed_ledger import TRIM_CHUNK_ENTRIES
 
 
 async def _fill(led: ManagedLedger, n: int, num_messages: int = 1) -> None:
@@ -128,6 +129,31 @@ def test_cursor_state_survives_restart(tmp_path: Path) -> None:
         assert set(led.cursors()) == {"s"}
 
     run_with_store(tmp_path, check2)
+
+
+def test_a_long_run_of_acked_entries_is_trimmed_in_chunks_until_all_are_gone(tmp_path: Path) -> None:
+    """A trim deletes at most TRIM_CHUNK_ENTRIES entries (its transaction stays short for the
+    appends committed with it); the next chunk starts once it committed, until none is left."""
+    n = 2 * TRIM_CHUNK_ENTRIES + 7
+
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await _fill(led, n)
+        led.open_cursor("a", "earliest").ack_cumulative(n - 1)
+        before = store.commit_count
+        led.trim()
+        assert led.first_position.entry_id == TRIM_CHUNK_ENTRIES  # one chunk at a time
+        for _ in range(20):  # each chunk's commit starts the next on the loop
+            await store.barrier()
+            await asyncio.sleep(0)
+            if led.first_position.entry_id == n:
+                break
+        await store.barrier()  # the last chunk's commit
+        assert led.first_position.entry_id == n
+        assert led.read_entries(0, n) == [] and led.size_bytes() == 0
+        assert store.commit_count - before >= 3  # three chunks, three transactions
+
+    run_with_store(tmp_path, body)
 
 
 def test_trim(tmp_path: Path) -> None:

@@ -38,6 +38,11 @@ from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, Wr
 from .position import Position
 from .retention import retention_cut
 
+# Entries one trim deletes at most. A trim is a statement of a writer transaction, and the
+# appends committed with it wait for it (milliseconds for a few thousand entries), so
+# a long run of acknowledged entries goes in chunks, each started once the one before committed.
+TRIM_CHUNK_ENTRIES = 500
+
 log = logging.getLogger(__name__)
 
 
@@ -76,7 +81,7 @@ class ManagedLedger(LedgerReads):
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[Position], None]] = []
         self._cache = LedgerCache(next_entry_id)
-        self._trim_handle: asyncio.TimerHandle | None = None
+        self._trim_handle: asyncio.Handle | None = None
         self._closed_reason: str | None = None
         self._created = created  # the ledger's row is stored
         self._inflight = 0  # appends submitted, not yet committed or failed
@@ -297,6 +302,9 @@ class ManagedLedger(LedgerReads):
         upto = retention_cut(self, min(min(c._md for c in self._cursors.values()), self._lc))
         if upto < self._first:
             return
+        more = upto - self._first >= TRIM_CHUNK_ENTRIES
+        if more:
+            upto = self._first + TRIM_CHUNK_ENTRIES - 1
         # persist this ledger's dirty cursors in the same transaction as the delete
         # (a cursor inside a transaction is written by it, not here)
         ops: list[WriteOp] = []
@@ -304,7 +312,7 @@ class ManagedLedger(LedgerReads):
             if c._dirty and not c.in_transaction:
                 ops.append(c._snapshot_op())
                 self._store._cursor_clean(c)
-        ops.append(TrimOp(self, upto))
+        ops.append(TrimOp(self, upto, more))
         self._first = upto + 1
         self.counts.forget_before(self._first)
         self._store._submit_background(ops)
@@ -317,8 +325,11 @@ class ManagedLedger(LedgerReads):
         """The last id of the shortest run first..k (k <= last) of at least `nbytes`; else `last`."""
         return self._store._first_entries_over(self.ledger_id, first, last, nbytes)
 
-    def _on_trim_committed(self, freed_bytes: int) -> None:
+    def _on_trim_committed(self, freed_bytes: int, more: bool) -> None:
         self._size -= freed_bytes
+        loop = self._store._loop
+        if more and self._trim_handle is None and self._closed_reason is None and loop is not None:
+            self._trim_handle = loop.call_soon(self.trim)  # the next chunk
 
     def _close(self, reason: str) -> None:
         self._closed_reason = reason

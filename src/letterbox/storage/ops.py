@@ -38,7 +38,7 @@ class OpLedger(Protocol):
 
     def _on_created(self) -> None: ...
 
-    def _on_trim_committed(self, freed_bytes: int) -> None: ...
+    def _on_trim_committed(self, freed_bytes: int, more: bool) -> None: ...
 
     def _notify_confirmed(self) -> None: ...
 
@@ -191,13 +191,15 @@ class DeleteLedgerOp(WriteOp):
 
 
 class TrimOp(WriteOp):
-    """Delete entries with entry_id <= upto and persist the trim watermark."""
+    """Delete entries with entry_id <= upto and persist the trim watermark; `more`: acknowledged
+    entries past `upto` wait for the next trim (the ledger starts it once this one committed)."""
 
-    __slots__ = ("freed_bytes", "ledger", "released", "upto")
+    __slots__ = ("freed_bytes", "ledger", "more", "released", "upto")
 
-    def __init__(self, ledger: OpLedger, upto: int) -> None:
+    def __init__(self, ledger: OpLedger, upto: int, more: bool = False) -> None:
         self.ledger = ledger
         self.upto = upto
+        self.more = more
         self.freed_bytes = 0
         self.released: Sequence[str] = ()
 
@@ -222,7 +224,7 @@ class TrimOp(WriteOp):
         )
 
     def on_commit(self) -> None:
-        self.ledger._on_trim_committed(self.freed_bytes)
+        self.ledger._on_trim_committed(self.freed_bytes, self.more)
 
 
 _UPSERT_ATTEMPTS = (
