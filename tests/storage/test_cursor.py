@@ -156,6 +156,21 @@ def test_a_long_run_of_acked_entries_is_trimmed_in_chunks_until_all_are_gone(tmp
     run_with_store(tmp_path, body)
 
 
+def test_trim_now_deletes_every_chunk_before_it_returns(tmp_path: Path) -> None:
+    n = 3 * TRIM_CHUNK_ENTRIES + 1
+
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await _fill(led, n)
+        led.open_cursor("a", "earliest").ack_cumulative(n - 2)  # the last entry stays
+        await led.trim_now()
+        assert led.first_position.entry_id == n - 1
+        assert [e.position.entry_id for e in led.read_entries(0, n)] == [n - 1]
+        assert led.size_bytes() == len(b"e%d" % (n - 1))
+
+    run_with_store(tmp_path, body)
+
+
 def test_trim(tmp_path: Path) -> None:
     async def body(store: Store) -> None:
         led = store.open_ledger("t")

@@ -129,9 +129,7 @@ class TopicOpsRoutes:
         older or beyond the retention limits. A letterbox topic is one ledger whose
         acknowledged entries are deleted one by one, so trim is the retention pass run now."""
         for part in self._targets(topic_name(request)):
-            topic = self._persistent(part, "Trim")
-            topic.ledger.trim()
-        await self.service.store.barrier()
+            await self._persistent(part, "Trim").ledger.trim_now()
         return no_content()
 
     async def partitioned_internal_stats(self, request: web.Request) -> web.Response:

@@ -317,6 +317,15 @@ class ManagedLedger(LedgerReads):
         self.counts.forget_before(self._first)
         self._store._submit_background(ops)
 
+    async def trim_now(self) -> None:
+        """The retention pass run to its end: every chunk deleted and committed."""
+        while True:
+            first = self._first
+            self.trim()
+            await self._store._submit([], None)  # resolves after everything submitted before it
+            if self._first == first:
+                return
+
     def bytes_between(self, first: int, last: int) -> int:
         """Stored bytes of entries [first, last]."""
         return self._store._sum_sizes(self.ledger_id, first, last) if last >= first else 0
