@@ -45,8 +45,9 @@ def _nack_to_dlq(base: str, client: Any, topic: str) -> None:
         assert status == 200
         consumer.negative_acknowledge(msg)
 
-    def dead() -> bool:
-        return len(call(base, "GET", f"{P}/{topic}-S-DLQ/letterbox/deadLetters")[1] or []) == 1
+    def dead() -> bool:  # the DLQ answers 404 (an error object) until the move created it
+        status, letters = call(base, "GET", f"{P}/{topic}-S-DLQ/letterbox/deadLetters")
+        return status == 200 and isinstance(letters, list) and len(letters) == 1
 
     assert wait_until(dead, 20, 0.05)
     consumer.close()

@@ -84,8 +84,11 @@ class DeliveryAttempts:
                 out[eid] = said[3]
         return out
 
-    def record(self, entry_ids: list[int], event: Event, consumer: TrackedConsumer | None) -> None:
-        """The deliveries of `entry_ids` to `consumer` ended with the failure `event`."""
+    def record(self, entry_ids: list[int], event: Event, consumer: TrackedConsumer | None,
+               dead_lettered: frozenset[int] = frozenset()) -> None:
+        """The deliveries of `entry_ids` to `consumer` ended with the failure `event`;
+        `dead_lettered`: those this failure sends to the dead letter topic (their nack is
+        told by the move's dead-letter event, not by a nack event of its own)."""
         sub = self.sub
         cursor = sub.cursor
         times = cursor.deliveries.times
@@ -117,7 +120,7 @@ class DeliveryAttempts:
             rows.append((eid, row))
         cursor.add_attempts(rows, limit)
         for eid, row in rows:  # a nack with the client's reason: a failure event (if the namespace opted in)
-            if row[4] == NACK and row[5] is not None:
+            if row[4] == NACK and row[5] is not None and eid not in dead_lettered:
                 publish_failure_event(sub.topic.service, failure_event(
                     NACK_EVENT, time_ms=now, topic=str(sub.topic.name), subscription=sub.name,
                     message_id=origin_message_id(sub.topic.ledger.ledger_id, eid, sub.topic.name.partition_index, -1),

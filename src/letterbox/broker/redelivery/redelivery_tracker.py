@@ -108,7 +108,8 @@ class RedeliveryTracker:
                 rule = rules.get(eid)
                 if rule is not None:
                     outcomes[i] = failure.decide(self.state(eid), failure.Nack(rule), self.sub.policy, self.now_ms())
-        self.log.record(entry_ids, event, consumer)
+        dead = frozenset(e for e, o in zip(entry_ids, outcomes, strict=True) if isinstance(o, failure.DeadLetter))
+        self.log.record(entry_ids, event, consumer, dead)
         cursor.increment_redelivery(entry_ids)
         self._apply(dict(zip(entry_ids, outcomes, strict=True)), uncounted)
 
