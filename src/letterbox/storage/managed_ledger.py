@@ -81,7 +81,7 @@ class ManagedLedger(LedgerReads):
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[Position], None]] = []
         self._cache = LedgerCache(next_entry_id)
-        self._trim_handle: asyncio.Handle | None = None
+        self._trim_handle: asyncio.TimerHandle | None = None
         self._closed_reason: str | None = None
         self._created = created  # the ledger's row is stored
         self._inflight = 0  # appends submitted, not yet committed or failed
@@ -287,11 +287,13 @@ class ManagedLedger(LedgerReads):
 
     # ---- trimming ----
 
-    def _schedule_trim(self) -> None:
+    def _schedule_trim(self, delay: float | None = None) -> None:
+        """A trim after `delay` seconds (the store's trim interval unless given), unless one waits."""
         if self._trim_handle is None and self._closed_reason is None:
             loop = self._store._loop
             if loop is not None:
-                self._trim_handle = loop.call_later(self._store.trim_interval, self.trim)
+                wait = self._store.trim_interval if delay is None else delay
+                self._trim_handle = loop.call_later(wait, self.trim)
 
     def trim(self) -> None:
         if self._trim_handle is not None:
@@ -336,9 +338,8 @@ class ManagedLedger(LedgerReads):
 
     def _on_trim_committed(self, freed_bytes: int, more: bool) -> None:
         self._size -= freed_bytes
-        loop = self._store._loop
-        if more and self._trim_handle is None and self._closed_reason is None and loop is not None:
-            self._trim_handle = loop.call_soon(self.trim)  # the next chunk
+        if more:
+            self._schedule_trim(0)  # the next chunk
 
     def _close(self, reason: str) -> None:
         self._closed_reason = reason
