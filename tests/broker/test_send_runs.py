@@ -60,3 +60,25 @@ def test_a_run_of_sends_in_one_write_is_answered_send_by_send(raw: RawConn, offi
         (1, 6): "receipt",
     }
     receive_all(consumer, [b"m0", b"b0", b"b1", b"b2", b"zipped", b"m6"])
+
+
+def test_two_producers_of_one_topic_interleaved_in_one_write_lose_no_delivery(
+        raw: RawConn, official: pulsar.Client) -> None:
+    """Two producers of one topic on one connection, their SENDs alternating in one write:
+    the entry ids follow the order the SENDs came in, one after another, and the consumer
+    gets every message in that order (none skipped, none held back)."""
+    topic = topic_name("interleaved")
+    consumer = official.subscribe(topic, "watcher")
+    raw.handshake()
+    raw.create_producer(topic, 1, 1)
+    raw.create_producer(topic, 2, 2)
+    order = [(pid, seq) for seq in range(300) for pid in (1, 2)]
+    raw.send(b"".join(client_commands.send(pid, seq, 1, message(seq, f"{pid}-{seq}".encode()))
+                      for pid, seq in order))
+    entry_ids: dict[tuple[int, int], int] = {}
+    for _ in order:
+        r = raw.expect(T.SEND_RECEIPT).command.send_receipt
+        entry_ids[(r.producer_id, r.sequence_id)] = r.message_id.entryId
+    first = entry_ids[order[0]]
+    assert [entry_ids[k] for k in order] == list(range(first, first + len(order)))
+    receive_all(consumer, [f"{pid}-{seq}".encode() for pid, seq in order])

@@ -37,7 +37,7 @@ def test_run_holds_the_small_rows_and_a_large_entry_goes_alone(tmp_path: Path) -
         assert [type(op) for op in ops] == [AppendRunOp, AppendOp, AppendRunOp]
         run = ops[0]
         assert isinstance(run, AppendRunOp)
-        assert [r[1] for r in run.rows] == [1, 2, 3, 4, 5] and run.sequence_id == 5
+        assert [r[1] for r in run.rows] == [1, 2, 3, 4, 5] and run.seqs == {"p": 5}
         assert led.last_confirmed.entry_id == 0 and led.read_entries(1, 20) == []
         assert led.last_pushed_sequence_id("p") == 9 and led.last_sequence_id("p") == 0
         before = store.commit_count
@@ -135,3 +135,28 @@ def test_insert_entries_refuses_a_duplicate_like_executemany(tmp_path: Path) -> 
     conn.execute("BEGIN")
     with pytest.raises(sqlite3.IntegrityError):
         insert_entries(conn, rows)
+
+
+def test_interleaved_appends_of_two_producers_are_one_run_of_consecutive_ids(tmp_path: Path) -> None:
+    """Two producers' appends to one ledger, alternating, go into ONE run in arrival order;
+    each producer's last sequence id is stored with it and read back after a restart."""
+
+    async def write(store: Store) -> None:
+        led = store.open_ledger("t")
+        ops: list[WriteOp] = []
+        ids = [reserve_row(led, ops, payload(i), 1, 1, ("p1", "p2")[i % 2], 10 + i, None) for i in range(20)]
+        assert ids == list(range(20)) and len(ops) == 1
+        run = ops[0]
+        assert isinstance(run, AppendRunOp) and run.seqs == {"p1": 28, "p2": 29}
+        await led.submit_appends(ops)
+        assert [e.data for e in led.read_entries(0, 50)] == [payload(i) for i in range(20)]
+        assert (led.last_sequence_id("p1"), led.last_sequence_id("p2")) == (28, 29)
+
+    run_with_store(tmp_path, write)
+
+    async def check(store: Store) -> None:
+        led = store.open_ledger("t")
+        assert led.last_confirmed.entry_id == 19
+        assert (led.last_sequence_id("p1"), led.last_sequence_id("p2")) == (28, 29)
+
+    run_with_store(tmp_path, check)

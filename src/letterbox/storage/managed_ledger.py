@@ -180,7 +180,7 @@ class ManagedLedger(LedgerReads):
         self._inflight -= 1
 
     def on_rows_committed(self, rows: Sequence[Row], delivers: Sequence[int | None], nbytes: int,
-                          producer_name: str | None, sequence_id: int | None) -> None:
+                          seqs: Iterable[tuple[str, int]] = ()) -> None:
         """Loop thread: one in-flight append of this ledger is durable (an AppendOp, or an
         AppendRunOp's rows): they join the tail cache as they are."""
         self._inflight -= 1
@@ -191,7 +191,7 @@ class ManagedLedger(LedgerReads):
         if last > self._lc:
             self._lc = last
         self._size += nbytes
-        if producer_name is not None and sequence_id is not None:
+        for producer_name, sequence_id in seqs:
             self._seq[producer_name] = sequence_id
 
     def _on_append_failed(self, exc: BaseException) -> None:

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from .attempt_log import AttemptChanges
@@ -32,7 +32,7 @@ class OpLedger(Protocol):
     ledger_id: int
 
     def on_rows_committed(self, rows: Sequence[Row], delivers: Sequence[int | None], nbytes: int,
-                          producer_name: str | None, sequence_id: int | None) -> None: ...
+                          seqs: Iterable[tuple[str, int]] = ()) -> None: ...
 
     def _on_append_failed(self, exc: BaseException) -> None: ...
 
@@ -129,8 +129,9 @@ class AppendOp(WriteOp):
 
     def on_commit(self) -> None:
         e = self.entry
-        self.ledger.on_rows_committed([row_of(e)], [e.deliver_at_time], len(e.data), self.producer_name,
-                                      self.sequence_id)
+        seq = self.seq_row()
+        self.ledger.on_rows_committed([row_of(e)], [e.deliver_at_time], len(e.data),
+                                      () if seq is None else ((seq[1], seq[2]),))
 
     def on_fail(self, exc: BaseException) -> None:
         self.ledger._on_append_failed(exc)

@@ -192,9 +192,9 @@ class Writer:
             for op in sub.ops:
                 if type(op) is AppendRunOp and op.ledger.ledger_id not in self.fenced:
                     rows.extend(op.rows)
-                    seq = op.seq_row()
-                    if seq is not None:
-                        seqs[seq[0], seq[1]] = seq
+                    if op.seqs:
+                        for lid, name, last in op.seq_rows():
+                            seqs[lid, name] = (lid, name, last)
                 elif type(op) is AppendOp and op.ledger_id not in self.fenced:
                     rows.append(op.entry_row())
                     seq = op.seq_row()

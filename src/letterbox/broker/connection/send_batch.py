@@ -1,14 +1,17 @@
-# The SENDs of one producer read in one pass over a connection's input (one
-# data_received) go to storage as ONE writer submission with one future and one
-# receipt callback, instead of a submission, a future and a loop callback each.
-# Entry ids are still assigned as each SEND is handled (topic.reserve_publish), into runs of
-# rows (storage/append_run.py): one write op per pass, no op or Entry per SEND until it commits.
+# The SENDs to one topic read in one pass over a connection's input (one data_received),
+# from one or several of its producers, go to storage as ONE writer submission with one
+# future and one receipt callback per producer, instead of a submission, a future and a
+# loop callback each. Entry ids are still assigned as each SEND is handled
+# (topic.reserve_publish), in arrival order, into runs of rows (storage/append_run.py): one
+# write op per pass, no op or Entry per SEND until it commits.
 #
 # Invariants:
-#   * a producer's reserved appends are submitted, in reservation order, before the
-#     connection handles any frame other than a SEND and before its input pass ends
-#     (ServerCnx._process), so nothing else is submitted for their ledger in between:
-#     ledgers commit their ids in order;
+#   * the producers of one topic with reserved SENDs share one list of write ops (ops_for),
+#     so a submission's entry ids are consecutive however their SENDs interleave;
+#   * reserved appends are submitted, in reservation order, before the connection handles
+#     any frame other than a SEND and before its input pass ends (ServerCnx._process), so
+#     nothing else is submitted for their ledger in between: ledgers commit their ids in
+#     order;
 #   * receipts are written only after the submission committed (durable), in send order,
 #     and before any later receipt, duplicate answer or refusal of the same producer
 #     (`submit_producer` runs before those are chained on `last_receipt`);
@@ -19,6 +22,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -38,8 +42,14 @@ log = logging.getLogger("letterbox.producer")
 
 
 def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:
-    """The write ops the producer's next SEND of this pass is reserved into."""
+    """The write ops the producer's next SEND of this pass is reserved into: shared with the
+    connection's other producers of the same topic that hold reserved SENDs, so that their
+    entry ids, given in arrival order, go to storage as one run of consecutive ids."""
     if not producer.unsubmitted:
+        for other in cnx.send_batches:
+            if other.topic is producer.topic and other.unsubmitted:
+                producer.unsubmitted_ops = other.unsubmitted_ops
+                break
         cnx.send_batches.append(producer)
     return producer.unsubmitted_ops
 
@@ -53,30 +63,33 @@ def add(producer: Producer, entry_id: int, seq: int, highest: int | None, nbytes
 
 def submit(cnx: ServerCnx) -> None:
     """Submit every producer's reserved SENDs (end of an input pass, or before another frame)."""
-    producers, cnx.send_batches = cnx.send_batches, []
-    for p in producers:
+    for p in cnx.send_batches:
         submit_producer(cnx, p)
+    cnx.send_batches = []
 
 
 def submit_producer(cnx: ServerCnx, p: Producer) -> None:
-    batch, ops = p.unsubmitted, p.unsubmitted_ops
-    if not batch:
+    """Submit the producer's reserved SENDs, with those of the producers sharing its ops."""
+    ops = p.unsubmitted_ops
+    if not p.unsubmitted:
         return
-    p.unsubmitted, p.unsubmitted_ops = [], []
+    sharing = [q for q in cnx.send_batches if q.unsubmitted_ops is ops and q.unsubmitted and q is not p]
     topic = p.topic
     assert isinstance(topic, PersistentTopic)
-    nbytes = 0
-    for b in batch:
-        nbytes += b[3]
-    cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
     try:
         fut = topic.ledger.submit_appends(ops)
     except StorageError as exc:
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
     lid = topic.ledger.ledger_id
-    fut.add_done_callback(lambda f: _receipts(cnx, p, lid, batch, nbytes, f))
-    p.last_receipt = fut  # type: ignore[assignment]
+    for q in dict.fromkeys((p, *sharing)):  # a producer may be listed twice in one pass
+        batch, q.unsubmitted, q.unsubmitted_ops = q.unsubmitted, [], []
+        nbytes = 0
+        for b in batch:
+            nbytes += b[3]
+        cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
+        fut.add_done_callback(functools.partial(_receipts, cnx, q, lid, batch, nbytes))
+        q.last_receipt = fut  # type: ignore[assignment]
 
 
 def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending], nbytes: int,
