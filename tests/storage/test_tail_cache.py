@@ -64,6 +64,21 @@ def test_restart_and_drop_give_their_bytes_back() -> None:
     assert cache.bytes == cost and a.base == 55 and len(a) == 1
 
 
+def test_rows_with_gaps_in_their_ids_are_not_held() -> None:
+    """Rows are found by position (id - base): a run whose ids are not consecutive is not
+    held, and what was held before it is forgotten, so reads of those ids go to disk."""
+    cost = 10 + ENTRY_OVERHEAD
+    cache = EntryCache(limit_bytes=cost * 100)
+    a = LedgerCache(0)
+    cache.add_rows(a, rows(1, 0, 10), [None] * 10, 100)
+    gapped = rows(1, 10, 5)[::2]  # ids 10, 12, 14
+    cache.add_rows(a, gapped, [None] * 3, 30)
+    assert cache.bytes == 0 and len(a) == 0 and a.base == 15
+    assert a.rows_from(12, 3) == ([], []) and a.get(3) is None
+    cache.add_rows(a, rows(1, 15, 2), [None] * 2, 20)
+    assert cache.bytes == 2 * cost and [r[1] for r in a.rows_from(15, 5)[0]] == [15, 16]
+
+
 def test_read_rows_cross_the_disk_and_cache_boundary(tmp_path: Path) -> None:
     async def body(store: Store) -> None:
         led = store.open_ledger("t")

@@ -144,6 +144,10 @@ class EntryCache:
         is the sum of their sizes."""
         if not rows or lcache.dropped:
             return
+        if rows[-1][1] - rows[0][1] != len(rows) - 1:
+            # ids with gaps cannot be indexed by position: hold none of them (reads go to disk)
+            self.bytes -= lcache._restart(rows[-1][1] + 1)
+            return
         cost = nbytes + ENTRY_OVERHEAD * len(rows)
         self.bytes += cost - lcache._extend(rows, delivers, cost)
         self._fifo.append(_Chunk(lcache, rows[-1][1], cost))
