@@ -82,3 +82,42 @@ def test_two_producers_of_one_topic_interleaved_in_one_write_lose_no_delivery(
     first = entry_ids[order[0]]
     assert [entry_ids[k] for k in order] == list(range(first, first + len(order)))
     receive_all(consumer, [f"{pid}-{seq}".encode() for pid, seq in order])
+
+
+def test_a_refused_send_between_two_producers_sends_keeps_the_ids_consecutive(
+        raw: RawConn, official: pulsar.Client) -> None:
+    """A SEND refused in the middle of two producers' interleaved SENDs (a bad checksum)
+    gets its error in its producer's order; every other message is stored, with consecutive
+    entry ids in arrival order, and delivered."""
+    topic = topic_name("interleaved-refusal")
+    consumer = official.subscribe(topic, "watcher")
+    raw.handshake()
+    raw.create_producer(topic, 1, 1)
+    raw.create_producer(topic, 2, 2)
+    order = [(pid, seq) for seq in range(40) for pid in (1, 2)]
+    bad = (2, 17)
+    frames = []
+    for pid, seq in order:
+        body = bytearray(message(seq, f"{pid}-{seq}".encode()))
+        if (pid, seq) == bad:
+            body[-1] ^= 0xFF
+        frames.append(client_commands.send(pid, seq, 1, bytes(body)))
+    raw.send(b"".join(frames))
+    entry_ids: dict[tuple[int, int], int] = {}
+    answered: dict[int, list[int]] = {1: [], 2: []}
+    for _ in order:
+        frame = raw.read_frame()
+        if frame.type == T.SEND_ERROR:
+            e = frame.command.send_error
+            assert (e.producer_id, e.sequence_id) == bad and e.error == ServerError.ChecksumError
+            answered[e.producer_id].append(e.sequence_id)
+            continue
+        assert frame.type == T.SEND_RECEIPT, frame
+        r = frame.command.send_receipt
+        entry_ids[(r.producer_id, r.sequence_id)] = r.message_id.entryId
+        answered[r.producer_id].append(r.sequence_id)
+    assert answered == {1: list(range(40)), 2: list(range(40))}  # each producer's answers in order
+    stored = [k for k in order if k != bad]
+    first = entry_ids[stored[0]]
+    assert [entry_ids[k] for k in stored] == list(range(first, first + len(stored)))
+    receive_all(consumer, [f"{pid}-{seq}".encode() for pid, seq in stored])

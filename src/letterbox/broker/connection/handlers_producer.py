@@ -146,17 +146,22 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         assert facts is not None
         _publish(cnx, producer, pid, c.sequence_id, c.highest_sequence_id, hp, facts[0], facts[1], facts[2])
         return
-    try:
-        meta, payload, checksum_ok = parse_send_payload(hp)
-    except MalformedFrame as exc:
-        raise LetterboxError(f"malformed message: {exc}") from None
-    if not checksum_ok:
-        raise LetterboxError(
-            "message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError
-        )
     max_size = cnx.service.config.max_message_size
-    if len(payload) > max_size:
-        raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
+    try:
+        try:
+            meta, payload, checksum_ok = parse_send_payload(hp)
+        except MalformedFrame as exc:
+            raise LetterboxError(f"malformed message: {exc}") from None
+        if not checksum_ok:
+            raise LetterboxError(
+                "message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError
+            )
+        if len(payload) > max_size:
+            raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
+    except LetterboxError as exc:  # answered after the producer's earlier receipts, as each SEND is
+        code, text = exc.code, exc.message
+        _in_order(cnx, producer, lambda: cnx.send(commands.send_error(pid, c.sequence_id, code, text)))
+        return
     declared = c.num_messages
     if producer.checking is None and needs_expanding(meta) <= OFF_LOOP_BYTES:
         try:

@@ -6,8 +6,9 @@
 # write op per pass, no op or Entry per SEND until it commits.
 #
 # Invariants:
-#   * the producers of one topic with reserved SENDs share one list of write ops (ops_for),
-#     so a submission's entry ids are consecutive however their SENDs interleave;
+#   * the producers of one topic with reserved SENDs (cnx.send_batches[topic]) share one list
+#     of write ops (ops_for) and are submitted together, so a submission's entry ids are
+#     consecutive however their SENDs interleave;
 #   * reserved appends are submitted, in reservation order, before the connection handles
 #     any frame other than a SEND and before its input pass ends (ServerCnx._process), so
 #     nothing else is submitted for their ledger in between: ledgers commit their ids in
@@ -34,7 +35,7 @@ from letterbox.storage.errors import StorageError, is_storage_fault
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.server_cnx import ServerCnx
-    from letterbox.broker.topics.producer import Pending, Producer
+    from letterbox.broker.topics.producer import Pending, Producer, ProducerTopic
     from letterbox.storage.ops import WriteOp
 
 log = logging.getLogger("letterbox.producer")
@@ -46,11 +47,13 @@ def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:
     connection's other producers of the same topic that hold reserved SENDs, so that their
     entry ids, given in arrival order, go to storage as one run of consecutive ids."""
     if not producer.unsubmitted:
-        for other in cnx.send_batches:
-            if other.topic is producer.topic and other.unsubmitted:
-                producer.unsubmitted_ops = other.unsubmitted_ops
-                break
-        cnx.send_batches.append(producer)
+        group = cnx.send_batches.get(producer.topic)
+        if group is None:
+            producer.unsubmitted_ops = []  # not one a refused SEND left it sharing
+            cnx.send_batches[producer.topic] = [producer]
+        else:
+            producer.unsubmitted_ops = group[0].unsubmitted_ops
+            group.append(producer)
     return producer.unsubmitted_ops
 
 
@@ -63,18 +66,24 @@ def add(producer: Producer, entry_id: int, seq: int, highest: int | None, nbytes
 
 def submit(cnx: ServerCnx) -> None:
     """Submit every producer's reserved SENDs (end of an input pass, or before another frame)."""
-    for p in cnx.send_batches:
-        submit_producer(cnx, p)
-    cnx.send_batches = []
+    for topic in list(cnx.send_batches):
+        _submit_group(cnx, topic)
 
 
 def submit_producer(cnx: ServerCnx, p: Producer) -> None:
     """Submit the producer's reserved SENDs, with those of the producers sharing its ops."""
-    ops = p.unsubmitted_ops
-    if not p.unsubmitted:
+    if p.unsubmitted:
+        _submit_group(cnx, p.topic)
+
+
+def _submit_group(cnx: ServerCnx, topic: ProducerTopic) -> None:
+    group = cnx.send_batches.pop(topic, None)
+    if not group:
         return
-    sharing = [q for q in cnx.send_batches if q.unsubmitted_ops is ops and q.unsubmitted and q is not p]
-    topic = p.topic
+    ops = group[0].unsubmitted_ops  # the list every producer of the group reserved into
+    members = [q for q in dict.fromkeys(group) if q.unsubmitted]  # one listed twice: a refused SEND
+    if not members:
+        return
     assert isinstance(topic, PersistentTopic)
     try:
         fut = topic.ledger.submit_appends(ops)
@@ -82,7 +91,7 @@ def submit_producer(cnx: ServerCnx, p: Producer) -> None:
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
     lid = topic.ledger.ledger_id
-    for q in dict.fromkeys((p, *sharing)):  # a producer may be listed twice in one pass
+    for q in members:
         batch, q.unsubmitted, q.unsubmitted_ops = q.unsubmitted, [], []
         nbytes = 0
         for b in batch:

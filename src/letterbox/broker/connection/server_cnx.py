@@ -24,7 +24,7 @@ from letterbox.security.tls import peer_common_name
 if TYPE_CHECKING:
     from letterbox.broker.connection.connection_broker import ConnectionBroker
     from letterbox.broker.topics.consumer import Consumer
-    from letterbox.broker.topics.producer import Producer
+    from letterbox.broker.topics.producer import Producer, ProducerTopic
     from letterbox.security.authentication import Session
 
 log = logging.getLogger("letterbox.cnx")
@@ -60,7 +60,8 @@ class ServerCnx(asyncio.Protocol):
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
         self.pending_producers: dict[int, asyncio.Future[None]] = {}
-        self.send_batches: list[Producer] = []  # producers with SENDs not yet submitted (send_batch.py)
+        # per topic, the producers whose reserved SENDs wait to be submitted together (send_batch.py)
+        self.send_batches: dict[ProducerTopic, list[Producer]] = {}
         self.writable = True
         self.closed = False
         self.remote = "?"
