@@ -62,40 +62,19 @@ def test_a_run_of_sends_in_one_write_is_answered_send_by_send(raw: RawConn, offi
     receive_all(consumer, [b"m0", b"b0", b"b1", b"b2", b"zipped", b"m6"])
 
 
-def test_two_producers_of_one_topic_interleaved_in_one_write_lose_no_delivery(
-        raw: RawConn, official: pulsar.Client) -> None:
-    """Two producers of one topic on one connection, their SENDs alternating in one write:
-    the entry ids follow the order the SENDs came in, one after another, and the consumer
-    gets every message in that order (none skipped, none held back)."""
-    topic = topic_name("interleaved")
+def interleaved(raw: RawConn, official: pulsar.Client, name: str, count: int,
+                bad: tuple[int, int] | None = None) -> None:
+    """Producers 1 and 2 of one topic on one connection send `count` messages each, their
+    SENDs alternating in one write, `bad` (if any) with a broken checksum. Each producer's
+    answers come in its send order, `bad` refused with ChecksumError; the stored messages
+    have consecutive entry ids in arrival order, and the consumer gets each of them in that
+    order (none skipped, none held back)."""
+    topic = topic_name(name)
     consumer = official.subscribe(topic, "watcher")
     raw.handshake()
     raw.create_producer(topic, 1, 1)
     raw.create_producer(topic, 2, 2)
-    order = [(pid, seq) for seq in range(300) for pid in (1, 2)]
-    raw.send(b"".join(client_commands.send(pid, seq, 1, message(seq, f"{pid}-{seq}".encode()))
-                      for pid, seq in order))
-    entry_ids: dict[tuple[int, int], int] = {}
-    for _ in order:
-        r = raw.expect(T.SEND_RECEIPT).command.send_receipt
-        entry_ids[(r.producer_id, r.sequence_id)] = r.message_id.entryId
-    first = entry_ids[order[0]]
-    assert [entry_ids[k] for k in order] == list(range(first, first + len(order)))
-    receive_all(consumer, [f"{pid}-{seq}".encode() for pid, seq in order])
-
-
-def test_a_refused_send_between_two_producers_sends_keeps_the_ids_consecutive(
-        raw: RawConn, official: pulsar.Client) -> None:
-    """A SEND refused in the middle of two producers' interleaved SENDs (a bad checksum)
-    gets its error in its producer's order; every other message is stored, with consecutive
-    entry ids in arrival order, and delivered."""
-    topic = topic_name("interleaved-refusal")
-    consumer = official.subscribe(topic, "watcher")
-    raw.handshake()
-    raw.create_producer(topic, 1, 1)
-    raw.create_producer(topic, 2, 2)
-    order = [(pid, seq) for seq in range(40) for pid in (1, 2)]
-    bad = (2, 17)
+    order = [(pid, seq) for seq in range(count) for pid in (1, 2)]
     frames = []
     for pid, seq in order:
         body = bytearray(message(seq, f"{pid}-{seq}".encode()))
@@ -109,15 +88,27 @@ def test_a_refused_send_between_two_producers_sends_keeps_the_ids_consecutive(
         frame = raw.read_frame()
         if frame.type == T.SEND_ERROR:
             e = frame.command.send_error
-            assert (e.producer_id, e.sequence_id) == bad and e.error == ServerError.ChecksumError
+            assert (e.producer_id, e.sequence_id) == bad and e.error == ServerError.ChecksumError, e
             answered[e.producer_id].append(e.sequence_id)
             continue
         assert frame.type == T.SEND_RECEIPT, frame
         r = frame.command.send_receipt
         entry_ids[(r.producer_id, r.sequence_id)] = r.message_id.entryId
         answered[r.producer_id].append(r.sequence_id)
-    assert answered == {1: list(range(40)), 2: list(range(40))}  # each producer's answers in order
+    assert answered == {1: list(range(count)), 2: list(range(count))}
     stored = [k for k in order if k != bad]
     first = entry_ids[stored[0]]
     assert [entry_ids[k] for k in stored] == list(range(first, first + len(stored)))
     receive_all(consumer, [f"{pid}-{seq}".encode() for pid, seq in stored])
+
+
+def test_two_producers_of_one_topic_interleaved_in_one_write_lose_no_delivery(
+        raw: RawConn, official: pulsar.Client) -> None:
+    interleaved(raw, official, "interleaved", 300)
+
+
+def test_a_refused_send_between_two_producers_sends_keeps_the_ids_consecutive(
+        raw: RawConn, official: pulsar.Client) -> None:
+    """A SEND refused for its checksum is answered in its producer's order, after the
+    receipts of the SENDs before it."""
+    interleaved(raw, official, "interleaved-refusal", 40, bad=(2, 17))
