@@ -1,7 +1,6 @@
 # Publish-side requests of ServerCnx: PRODUCER, SEND, CLOSE_PRODUCER.
-# SEND_RECEIPTs leave in send order and only after the entry is durable: a
-# producer's receipts hang off one chain of futures, so a duplicate answered
-# from memory never overtakes an append still waiting for its fsync.
+# SEND_RECEIPTs leave in send order and only after the entry is durable, and a
+# refusal after the receipts of the producer's earlier SENDs (receipt_order.py).
 # Every SEND is checked before it is stored (protocol/message_check.py: counts
 # against the payload, sizes against max_message_size); a payload that must be
 # decompressed past OFF_LOOP_BYTES is checked in a worker thread, and the
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from letterbox.broker.connection import send_batch
+from letterbox.broker.connection.receipt_order import chain, error_in_order
 from letterbox.broker.policies.namespace_limits import check_new_subscription, check_new_topic
 from letterbox.broker.policies.topic_policies import check_new_producer
 from letterbox.broker.schemas.schema_registry import SchemaVersion, is_typed, version_bytes
@@ -36,11 +36,9 @@ from letterbox.topic_name import TopicName
 
 if TYPE_CHECKING:
     from letterbox.broker.connection.server_cnx import ServerCnx
-    from letterbox.storage.position import Position
 
 log = logging.getLogger("letterbox.producer")
 T = pb.BaseCommand
-U64 = (1 << 64) - 1
 # payloads that expand to more than this are checked off the event loop
 OFF_LOOP_BYTES = 256 * 1024
 
@@ -148,19 +146,9 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
         return
     max_size = cnx.service.config.max_message_size
     try:
-        try:
-            meta, payload, checksum_ok = parse_send_payload(hp)
-        except MalformedFrame as exc:
-            raise LetterboxError(f"malformed message: {exc}") from None
-        if not checksum_ok:
-            raise LetterboxError(
-                "message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError
-            )
-        if len(payload) > max_size:
-            raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
+        meta, payload = _parsed(hp, max_size)
     except LetterboxError as exc:  # answered after the producer's earlier receipts, as each SEND is
-        code, text = exc.code, exc.message
-        _in_order(cnx, producer, lambda: cnx.send(commands.send_error(pid, c.sequence_id, code, text)))
+        error_in_order(cnx, producer, c.sequence_id, exc.code, exc.message)
         return
     declared = c.num_messages
     if producer.checking is None and needs_expanding(meta) <= OFF_LOOP_BYTES:
@@ -177,6 +165,20 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     task = asyncio.ensure_future(_check_off_loop(cnx, producer, producer.checking, frame, payload, meta))
     producer.checking = task
     cnx.service.track(task)
+
+
+def _parsed(hp: bytes, max_size: int) -> tuple[pb.MessageMetadata, memoryview]:
+    """A SEND's metadata and payload; LetterboxError if it is malformed, fails its CRC32C
+    (ChecksumError) or is larger than max_message_size."""
+    try:
+        meta, payload, checksum_ok = parse_send_payload(hp)
+    except MalformedFrame as exc:
+        raise LetterboxError(f"malformed message: {exc}") from None
+    if not checksum_ok:
+        raise LetterboxError("message checksum mismatch: the payload was corrupted in transit", ServerError.ChecksumError)
+    if len(payload) > max_size:
+        raise NotAllowed(f"message of {len(payload)} bytes exceeds the maximum of {max_size} bytes")
+    return meta, payload
 
 
 def _checked(producer: Producer, facts: SendFacts | None, max_size: int) -> bool:
@@ -259,13 +261,12 @@ def _publish(
         return
     assert isinstance(topic, PersistentTopic)
     if topic.terminated is not None:  # a SEND that raced the termination
-        _in_order(cnx, producer, lambda: cnx.send(commands.send_error(
-            pid, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")))
+        error_in_order(cnx, producer, seq, ServerError.TopicTerminatedError, f"Topic {topic.name} was already terminated")
         return
     if deliver_at_time is not None and not topic.limits.delayed_delivery:
         deliver_at_time = None  # the namespace's delayedDelivery policy is off: deliver now
     if not producer.pushes(seq, top, topic.deduplication_enabled(), lambda: chunk_id_of(hp)):
-        _chain(cnx, producer, None, seq, highest)
+        chain(cnx, producer, None, seq, highest)
         return
     try:
         eid = topic.reserve_publish(producer, send_batch.ops_for(cnx, producer), hp, num, publish_time, top,
@@ -275,7 +276,7 @@ def _publish(
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(exc)
         cnx.flow.publish_started(nbytes)
-        _chain(cnx, producer, fut, seq, highest, nbytes)
+        chain(cnx, producer, fut, seq, highest, nbytes)
         return
     send_batch.add(producer, eid, seq, highest, nbytes)
 
@@ -286,49 +287,7 @@ def _refuse(cnx: ServerCnx, p: Producer, seq: int, exc: InvalidMessage) -> None:
     drop exactly that message (failing its send) and keep the connection; on any other
     code the C++ client (so the Python one) closes the connection and re-sends the same
     message forever. The text says what is wrong."""
-    message = f"message refused: {exc}"
-    _in_order(cnx, p, lambda: cnx.send(commands.send_error(p.producer_id, seq, ServerError.ChecksumError, message)))
-
-
-def _in_order(cnx: ServerCnx, p: Producer, write: Callable[[], None]) -> None:
-    """Call `write` once every earlier receipt of the producer (of `cnx`) has been written."""
-    send_batch.submit_producer(cnx, p)
-    prev = p.last_receipt
-    if prev is None or prev.done():
-        write()
-        return
-    done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-
-    def after(_f: object) -> None:
-        write()
-        done.set_result(None)
-
-    prev.add_done_callback(after)
-    p.last_receipt = done
-
-
-def _chain(
-    cnx: ServerCnx, p: Producer, fut: asyncio.Future[Position] | None, seq: int, highest: int | None,
-    pending_bytes: int = 0,
-) -> None:
-    """Send the receipt for `fut` (or a duplicate receipt if None) after all earlier receipts;
-    `pending_bytes` are given back to the connection's flow control once `fut` is done
-    (in the same callback: one loop callback per SEND)."""
-    if fut is None:
-        # duplicate: answer with (-1, -1) as Pulsar does, after anything still in flight
-        _in_order(cnx, p, lambda: cnx.send(commands.send_receipt(p.producer_id, seq, U64, U64, highest)))
-        return
-
-    def on_durable(f: asyncio.Future[Position]) -> None:
-        cnx.flow.publish_done(pending_bytes)
-        if f.cancelled() or f.exception() is not None:
-            send_batch.refuse_unstored(cnx, p, [seq], f.exception() if not f.cancelled() else None)
-            return
-        pos = f.result()
-        cnx.send(commands.send_receipt(p.producer_id, seq, pos.ledger_id, pos.entry_id, highest))
-
-    fut.add_done_callback(on_durable)
-    p.last_receipt = fut  # type: ignore[assignment]
+    error_in_order(cnx, p, seq, ServerError.ChecksumError, f"message refused: {exc}")
 
 
 def handle_close_producer(cnx: ServerCnx, frame: Frame) -> None:
