@@ -29,6 +29,11 @@ def _nacked_twice(counts: tuple[int, int]) -> dict[str, Any]:
     return {"first": [["m0", 0], ["m1", 0], ["m2", 0]], "later": [["m1", counts[0]], ["m1", counts[1]]]}
 
 
+def _corrupt_twentieth(before: bool) -> dict[str, Any]:
+    return {"errors": [{"seq": 20, "error": "ChecksumError"}], "receipts": [*range(20), 21],
+            "error_before_earlier_receipts": before}
+
+
 _COUNTS_EVERYWHERE = ("redelivery counts are kept on every subscription type, so dead-lettering and backoff "
                       "work on Exclusive and Failover too (Pulsar's are always 0 there)")
 
@@ -82,6 +87,11 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         "reading-resumes-after-publish-backpressure",
         pulsar={"all_receipted_within_10s": False, "at_least_1000_receipted": True, "failed": 0},
         letterbox={"all_receipted_within_10s": True, "at_least_1000_receipted": True, "failed": 0}),
+    ("python", "checksum_error_after_earlier_receipts"): Deliberate(
+        "a producer's answers come in its send order: a ChecksumError follows the receipts of the "
+        "SENDs sent ahead of it, as the Java client expects (it recovers only its oldest pending message)",
+        "producer-answers-in-send-order",
+        pulsar=_corrupt_twentieth(before=True), letterbox=_corrupt_twentieth(before=False)),
     ("python", "broker_backoff_property"): Deliberate(
         "the consumer property letterbox.backoff.min_ms makes the broker hold a nacked message back "
         "(on every subscription type); Pulsar keeps consumer properties as metadata only",

@@ -1,6 +1,7 @@
 """Python scenarios over a raw socket, with letterbox's own codec: what a broker answers to
-requests for features it does not offer (transactions, topic-list watchers) and what it says of
-itself in CONNECTED. Each request goes on a connection of its own."""
+requests for features it does not offer (transactions, topic-list watchers), what it says of
+itself in CONNECTED, and the order of a producer's answers when one SEND is corrupt. Each
+request goes on a connection of its own."""
 from __future__ import annotations
 
 import socket
@@ -8,7 +9,7 @@ import struct
 import time
 from typing import Any
 
-from letterbox.protocol import FrameDecoder, pb
+from letterbox.protocol import FrameDecoder, build_headers_and_payload, client_commands, pb
 from tests.conformance.registry import scenario
 from tests.conformance.targets import Target, admin
 
@@ -121,3 +122,43 @@ def partitioned_metadata_without_auto_creation(t: Target, p: str) -> Any:
     status, _ = admin(t, "GET", f"/admin/v2/persistent/public/default/{short}-missing/stats")
     out["missing_after"] = status
     return out
+
+
+@scenario
+def checksum_error_after_earlier_receipts(t: Target, p: str) -> Any:
+    """One producer's 20 good SENDs, then one whose payload fails its CRC32C, then one more good
+    one, all in one write: the answers by sequence id, and whether the ChecksumError came
+    before the receipts of the SENDs sent ahead of it."""
+    host, port = t.service_url.removeprefix("pulsar://").split(":")
+    decoder = FrameDecoder()
+    good, bad = 20, 20
+    frames = []
+    for seq in range(good + 2):
+        meta = pb.MessageMetadata(producer_name="", sequence_id=seq, publish_time=int(time.time() * 1000))
+        body = bytearray(build_headers_and_payload(meta, f"m{seq}".encode()))
+        if seq == bad:
+            body[-1] ^= 0xFF  # the payload no longer matches the checksum in front of it
+        frames.append(client_commands.send(1, seq, 1, bytes(body)))
+    order: list[Any] = []
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as sock:
+        sock.sendall(_connect_cmd())
+        _next(sock, decoder)
+        sock.sendall(client_commands.lookup(p, 1))  # Pulsar serves a topic once a lookup has loaded it
+        _next(sock, decoder)
+        sock.sendall(client_commands.producer(p, 1, 2))
+        created = _next(sock, decoder)
+        if created.type != T.PRODUCER_SUCCESS:
+            return {"producer": _answer(created)}
+        sock.sendall(b"".join(frames))
+        while len(order) < len(frames):
+            cmd = _next(sock, decoder)
+            if cmd.type == T.SEND_RECEIPT:
+                order.append(cmd.send_receipt.sequence_id)
+            elif cmd.type == T.SEND_ERROR:
+                order.append({"seq": cmd.send_error.sequence_id, "error": pb.ServerError.Name(cmd.send_error.error)})
+            else:
+                return {"unexpected": _answer(cmd), "after": order}
+    errors = [a for a in order if isinstance(a, dict)]
+    at = order.index(errors[0]) if errors else -1
+    return {"errors": errors, "receipts": sorted(a for a in order if isinstance(a, int)),
+            "error_before_earlier_receipts": 0 <= at < bad}
