@@ -134,6 +134,11 @@ def table(curve: str, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _unfinished(row: dict[str, Any]) -> bool:
+    """A point that outlasted --timeout (its error says so)."""
+    return str(row.get("error", "")).removeprefix("RuntimeError: ").startswith("did not finish")
+
+
 def chart(curve: str, rows: list[dict[str, Any]], out: Path) -> Path:
     import matplotlib
 
@@ -151,6 +156,11 @@ def chart(curve: str, rows: list[dict[str, Any]], out: Path) -> Path:
             if pts:
                 color, marker = STYLE[name]
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=LABEL[name])
+            late = [r["x"] for r in rows if r["system"] == name and _unfinished(r)]
+            if late:  # a point past --timeout: a cross on the axis, named in the legend
+                color, _ = STYLE[name]
+                ax.scatter(late, [0] * len(late), marker="x", s=80, color=color, clip_on=False, zorder=3,
+                           label=f"{LABEL[name]}: did not finish")
         if xs_all and max(xs_all) / max(min(xs_all), 1) >= 10:  # the points span decades
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
