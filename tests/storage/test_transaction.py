@@ -11,6 +11,7 @@ import pytest
 from storage_helpers import run_with_store
 
 from letterbox.storage import ManagedLedger, StorageError, Store
+from letterbox.storage.entry import UNREAD
 from letterbox.storage.ops import CursorWriteOp
 
 
@@ -180,3 +181,20 @@ def test_a_cursor_deleted_before_the_commit_is_not_written_back(tmp_path: Path) 
         assert [e.data for e in topic.read_entries(0, 10)] == [b"e0", b"redriven"]
 
     run_with_store(tmp_path, reopened)
+
+
+def test_an_append_keeps_the_delivery_time_its_caller_built_it_with(tmp_path: Path) -> None:
+    """An entry appended with its delivery time known (None: it has none) is read back from
+    the tail with that time, so the dispatcher does not parse its metadata; without one it
+    reads as UNREAD (parse when needed)."""
+    async def body(store: Store) -> None:
+        dlq = store.open_ledger("dlq")
+        async with store.transaction() as txn:
+            txn.append(dlq, b"now", 1, 5, None)
+            txn.append(dlq, b"later", 1, 5, 1234)
+            txn.append(dlq, b"unknown", 1, 5)
+            await txn.commit()
+        assert [(e.data, e.deliver_at_time) for e in dlq.read_entries(0, 10)] == [
+            (b"now", None), (b"later", 1234), (b"unknown", UNREAD)]
+
+    run_with_store(tmp_path, body)

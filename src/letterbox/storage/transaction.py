@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Protocol, TypeVar
 
+from .entry import UNREAD
 from .errors import StorageError
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
@@ -112,13 +113,15 @@ def apply_committed(cursor: ManagedCursor, changes: Iterable[CursorChange]) -> N
 class PendingAppend:
     """One append of a transaction; `position` is known once commit() was called."""
 
-    __slots__ = ("data", "ledger", "num_messages", "op", "publish_time")
+    __slots__ = ("data", "deliver_at_time", "ledger", "num_messages", "op", "publish_time")
 
-    def __init__(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int) -> None:
+    def __init__(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int,
+                 deliver_at_time: int | None = UNREAD) -> None:
         self.ledger = ledger
         self.data = data
         self.num_messages = num_messages
         self.publish_time = publish_time
+        self.deliver_at_time = deliver_at_time  # what the entry's metadata says, if the caller knows (entry.py)
         self.op: AppendOp | None = None
 
     @property
@@ -155,10 +158,13 @@ class Transaction:
 
     # ---- recording ----
 
-    def append(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int) -> PendingAppend:
+    def append(self, ledger: ManagedLedger, data: bytes, num_messages: int, publish_time: int,
+               deliver_at_time: int | None = UNREAD) -> PendingAppend:
+        """Append `data` to `ledger` with this transaction; `deliver_at_time`: its metadata's
+        delivery time (None: none) when the caller built it, so readers need not parse it."""
         if num_messages < 1:
             raise ValueError("num_messages must be >= 1")
-        pending = PendingAppend(ledger, bytes(data), num_messages, publish_time)
+        pending = PendingAppend(ledger, bytes(data), num_messages, publish_time, deliver_at_time)
         self._appends.append(pending)
         self._appended[ledger] = self._appended.get(ledger, 0) + 1
         return pending
@@ -222,7 +228,7 @@ class Transaction:
                 if a.ledger not in created:
                     created.add(a.ledger)
                     ops.extend(a.ledger._create_ops())
-                a.op = a.ledger._prepare_append(a.data, a.num_messages, a.publish_time)
+                a.op = a.ledger._prepare_append(a.data, a.num_messages, a.publish_time, deliver_at_time=a.deliver_at_time)
                 ops.append(a.op)
         except BaseException:
             for a in reversed(self._appends):  # give back the ids already reserved

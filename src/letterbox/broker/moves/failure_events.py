@@ -118,7 +118,7 @@ class FailureEventPublisher:
                     ledger = ledgers[ns]
                     meta = pb.MessageMetadata(producer_name=PRODUCER_NAME, sequence_id=move.next_entry_id(ledger),
                                               publish_time=now, partition_key=key)
-                    move.append(ledger, build_headers_and_payload(meta, data), 1, now)
+                    move.append(ledger, build_headers_and_payload(meta, data), 1, now, None)  # (no delivery time)
                 await move.commit(f"{len(batch)} failure events")
             self.published += len(batch)
         except StorageError:

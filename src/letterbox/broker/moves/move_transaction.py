@@ -25,6 +25,7 @@ from letterbox.broker.policies import termination_record
 from letterbox.errors import NotAllowed
 from letterbox.message_properties import REAL_TOPIC
 from letterbox.protocol.compression import DEFAULT_LIMIT
+from letterbox.storage.entry import UNREAD
 from letterbox.storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -61,8 +62,9 @@ class MoveTransaction:
         return self.txn.next_entry_id(target)
 
     # --- there: the appends ------------------------------------------------------------
-    def append(self, target: ManagedLedger, data: bytes, num_messages: int, now: int) -> PendingAppend:
-        return self.txn.append(target, data, num_messages, now)
+    def append(self, target: ManagedLedger, data: bytes, num_messages: int, now: int,
+               deliver_at_time: int | None = UNREAD) -> PendingAppend:
+        return self.txn.append(target, data, num_messages, now, deliver_at_time)
 
     def append_moved(self, entry: Entry, source: TopicName, target: ManagedLedger, *,
                      extra: Mapping[str, str], skip_indexes: frozenset[int], producer_name: str, now: int,
@@ -79,8 +81,8 @@ class MoveTransaction:
         )
         if built is None:
             return None
-        data, count = built
-        return self.append(target, data, count, now), count
+        data, count = built  # its metadata's deliver_at_time is `deliver_at` (build_moved_entry)
+        return self.append(target, data, count, now, deliver_at), count
 
     # --- here: the acknowledgements ----------------------------------------------------
     def ack(self, cursor: ManagedCursor, entry_ids: Iterable[int]) -> None:

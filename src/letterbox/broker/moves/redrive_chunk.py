@@ -126,7 +126,7 @@ async def move_chunk(topic: MovedTopic, req: RedriveRequest, size: int, resume: 
             target = targets[str(name)]
             new_id = move.next_entry_id(target.ledger)
             data = redriven_entry(dl, producer_name, new_id, now, schemas.to(target.name), req.edit, req.editor)
-            appended = move.append(target.ledger, data, 1, now)
+            appended = move.append(target.ledger, data, 1, now, None)  # redriven_entry sets no delivery time
             source = dl.properties.get(REAL_TOPIC) or str(target.name)
             if source not in wanted:
                 wanted[source] = failure_events_wanted(service, source)
