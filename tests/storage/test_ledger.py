@@ -159,6 +159,26 @@ async def _check_count(store: Store) -> None:
     assert led.count_messages(8) == 110
 
 
+def test_entries_holding_counts_the_entries_a_reader_needs(tmp_path: Path) -> None:
+    """How many entries from a position hold N messages: through the one that reaches N (a
+    batch is read whole), at least one, at most the cap, never past the last confirmed."""
+    async def body(store: Store) -> None:
+        led = store.open_ledger("t")
+        await asyncio.gather(*(led.append(b"x", 50, 0) for _ in range(10)))  # 10 batches of 50
+        assert led.entries_holding(0, 100, 100) == 2
+        assert led.entries_holding(0, 101, 100) == 3
+        assert led.entries_holding(3, 1, 100) == 1
+        assert led.entries_holding(3, 0, 100) == 1  # no permits: still one, the caller decides
+        assert led.entries_holding(0, 10_000, 100) == 10  # all there are
+        assert led.entries_holding(0, 10_000, 4) == 4  # the cap
+        fut = led.append(b"y", 1, 0)
+        assert led.entries_holding(8, 10_000, 100) == 2  # an unconfirmed entry is not counted
+        await fut
+        assert led.entries_holding(8, 10_000, 100) == 3
+
+    run_with_store(tmp_path, body)
+
+
 def test_delete_ledger_and_ids_never_reused(tmp_path: Path) -> None:
     ids: list[int] = []
 

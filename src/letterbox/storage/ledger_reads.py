@@ -7,6 +7,7 @@ from __future__ import annotations
 from .cache import LedgerCache, Row, entry_of
 from .entry import UNREAD, Entry
 from .ledger_store import LedgerStore
+from .message_counts import MessageCounts
 from .position import Position
 
 
@@ -16,6 +17,7 @@ class LedgerReads:
     _lc: int
     _cache: LedgerCache
     _store: LedgerStore
+    counts: MessageCounts
 
     def read_entries(
         self, start_entry_id: int, max_entries: int, max_bytes: int = 8 * 1024 * 1024
@@ -43,6 +45,15 @@ class LedgerReads:
             if nbytes >= max_bytes:
                 break
         return out
+
+    def entries_holding(self, start_entry_id: int, messages: int, most: int) -> int:
+        """How many entries from `start_entry_id` on hold `messages` messages: up to and
+        including the one that reaches them (a batch is read whole); at least 1, at most
+        `most`. A reader that can take only so many reads no more (a backlog of batch
+        entries is not read a hundred at a time to send two)."""
+        start = max(start_entry_id, self._first)
+        last = min(self.counts.reaching(start, max(messages, 1)), self._lc)
+        return max(1, min(most, last - start + 1))
 
     def read_rows(self, start_entry_id: int, max_entries: int) -> tuple[list[Row], list[int | None]]:
         """Committed entries from `start_entry_id` on (clamped to the first stored) as rows,

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 
 _COMPACT_MIN = 4096
 
@@ -48,6 +49,12 @@ class MessageCounts:
         if last < first:
             return 0
         return self.upto(last) - self.upto(first - 1)
+
+    def reaching(self, first: int, messages: int) -> int:
+        """The id of the entry at which the entries from `first` on hold `messages` messages
+        in all (the next id to be added when those added so far hold fewer)."""
+        lo = max(first - self._base, 0)
+        return self._base + bisect_left(self._cum, self.upto(first - 1) + messages, lo)
 
     def forget_before(self, first_entry_id: int) -> None:
         """Entries below `first_entry_id` are trimmed: drop their sums once there are many."""

@@ -197,7 +197,9 @@ class Dispatcher:
         """Send plain runs to the sole consumer; the entries left to send one by one, None: end."""
         sub, sole = r.sub, r.sole
         assert sole is not None
-        rows, delivers = sub.topic.ledger.read_rows(self.read_position, READ_BATCH)
+        ledger = sub.topic.ledger
+        rows, delivers = ledger.read_rows(
+            self.read_position, ledger.entries_holding(self.read_position, sole.permits, READ_BATCH))
         if not rows:
             return None
         r.examined += len(rows)
@@ -229,7 +231,9 @@ class Dispatcher:
         else:
             if self.read_position < ledger.first_position.entry_id:
                 self.read_position = ledger.first_position.entry_id
-            entries = ledger.read_entries(self.read_position, READ_BATCH)
+            takers = sum(c.permits for c in self.consumers if c.available)
+            entries = ledger.read_entries(self.read_position,
+                                          ledger.entries_holding(self.read_position, takers, READ_BATCH))
         if not entries:
             return None
         r.examined += len(entries)
