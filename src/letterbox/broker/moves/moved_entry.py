@@ -28,7 +28,7 @@ from letterbox.message_properties import (
     ORIGIN_PUBLISH_TIME,
     origin_message_id,
 )
-from letterbox.protocol import build_headers_and_payload, parse_headers_and_payload, pb
+from letterbox.protocol import build_headers_and_payload, parse_entry, parse_headers_and_payload, pb
 from letterbox.protocol.batch import build_batch_payload, iter_single_messages
 from letterbox.protocol.compression import DEFAULT_LIMIT, NONE, declared_size, decompress
 from letterbox.protocol.text_fields import raw_key_value, raw_string_field
@@ -70,8 +70,8 @@ def build_moved_entry(
 ) -> tuple[bytes, int] | None:
     """Return (headers_and_payload, message count) for the target topic, or None if
     nothing is left. `keep_if_present` are set only where the message has no value."""
-    parsed = parse_headers_and_payload(data)
-    meta = parsed.metadata  # parsed for this call alone: changed in place
+    meta, payload = parse_entry(data)  # parsed for this call alone: changed in place (the
+    # stored entry's checksum was verified when it was read: a new one is computed below)
     original_publish = meta.publish_time
     meta.producer_name = producer_name
     meta.sequence_id = sequence_id
@@ -89,9 +89,9 @@ def build_moved_entry(
 
     if not meta.HasField("num_messages_in_batch"):
         stamp(meta.properties, -1)
-        return build_headers_and_payload(meta, bytes(parsed.payload)), 1
+        return build_headers_and_payload(meta, payload), 1
 
-    raw = decompress(meta.compression, bytes(parsed.payload), declared_size(meta), limit)
+    raw = decompress(meta.compression, payload, declared_size(meta), limit)
     kept: list[tuple[pb.SingleMessageMetadata, bytes]] = []
     for index, (single, body) in enumerate(iter_single_messages(raw, meta.num_messages_in_batch)):
         if index in skip_indexes:
