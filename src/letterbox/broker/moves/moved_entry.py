@@ -70,8 +70,10 @@ def build_moved_entry(
 ) -> tuple[bytes, int] | None:
     """Return (headers_and_payload, message count) for the target topic, or None if
     nothing is left. `keep_if_present` are set only where the message has no value."""
-    meta, payload = parse_entry(data)  # parsed for this call alone: changed in place (the
-    # stored entry's checksum was verified when it was read: a new one is computed below)
+    # parsed for this call alone: changed in place. The stored entry's checksum is not checked
+    # again (a SEND's was when it was published, a disk row's when it was read); the moved
+    # entry gets a new one.
+    meta, payload = parse_entry(data)
     original_publish = meta.publish_time
     meta.producer_name = producer_name
     meta.sequence_id = sequence_id
