@@ -124,11 +124,33 @@ def partitioned_metadata_without_auto_creation(t: Target, p: str) -> Any:
     return out
 
 
+CHECKSUM_TRIES = 8
+
+
 @scenario
 def checksum_error_after_earlier_receipts(t: Target, p: str) -> Any:
     """One producer's 20 good SENDs, then one whose payload fails its CRC32C, then one more good
-    one, all in one write: the answers by sequence id, and whether the ChecksumError came
-    before the receipts of the SENDs sent ahead of it."""
+    one, all in one write: the answers by sequence id (of the first try), and whether the
+    ChecksumError ever came before the receipts of the SENDs sent ahead of it in up to
+    CHECKSUM_TRIES tries, each on a connection of its own. Apache Pulsar answers the error at
+    once, so it comes first unless its journal made the earlier SENDs durable before the corrupt
+    one was read: most tries, not all (seen: 5 of 5, 0 of 1)."""
+    first: dict[str, Any] | None = None
+    before = False
+    for _ in range(CHECKSUM_TRIES):
+        got = _corrupt_twentieth_answers(t, p)
+        if "errors" not in got:
+            return got
+        first = first or got
+        before = got["error_before_earlier_receipts"]
+        if before:
+            break
+    assert first is not None
+    return {**first, "error_before_earlier_receipts": before}
+
+
+def _corrupt_twentieth_answers(t: Target, p: str) -> dict[str, Any]:
+    """One try of checksum_error_after_earlier_receipts."""
     host, port = t.service_url.removeprefix("pulsar://").split(":")
     decoder = FrameDecoder()
     good, bad = 20, 20
