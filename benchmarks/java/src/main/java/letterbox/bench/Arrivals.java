@@ -45,10 +45,10 @@ final class Arrivals implements AutoCloseable {
                 consumer.acknowledge(m);
                 total++;
                 if (copies[Phases.index(m)]++ == 0) {
-                    all.countDown();
-                    if (all.getCount() == 0) {
-                        doneAt = System.nanoTime();
+                    if (all.getCount() == 1) {  // the last first arrival: its time is written before
+                        doneAt = System.nanoTime();  // complete() can read true (this thread alone counts down)
                     }
+                    all.countDown();
                 }
             } catch (Exception e) {
                 if (!stop) {
