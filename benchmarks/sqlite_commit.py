@@ -5,12 +5,14 @@ floor under the broker's publish latency on this machine, without the broker.
     .venv/bin/python benchmarks/sqlite_commit.py --rate 5000 --rows-per-commit 10 --seconds 30
 
 Every commit carries --rows-per-commit rows of --size bytes (a group commit of that many
-unbatched messages); prints p50 / p99 / p99.9 / max commit time in ms.
+unbatched messages); prints p50 / p99 / p99.9 / max commit time in ms and the process's user
+and system CPU time per commit.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sqlite3
 import tempfile
 import time
@@ -30,6 +32,7 @@ def main() -> None:
         conn: sqlite3.Connection = open_writer(Path(tmp) / "letterbox.db", "full")
         payload, entry, times = os.urandom(a.size), 0, []
         every = a.rows_per_commit / a.rate
+        before = resource.getrusage(resource.RUSAGE_SELF)
         start = due = time.perf_counter()
         while time.perf_counter() - start < a.seconds:
             due += every
@@ -43,11 +46,14 @@ def main() -> None:
             conn.execute("COMMIT")
             times.append((time.perf_counter() - t) * 1e3)
             entry += a.rows_per_commit
+        after = resource.getrusage(resource.RUSAGE_SELF)
         conn.close()
     times.sort()
     n = len(times)
     print(f"{n} commits of {a.rows_per_commit} rows at {a.rate:,} rows/s: p50 {times[n // 2]:.2f} ms, "
-          f"p99 {times[int(n * 0.99)]:.2f} ms, p99.9 {times[int(n * 0.999)]:.2f} ms, max {times[-1]:.1f} ms")
+          f"p99 {times[int(n * 0.99)]:.2f} ms, p99.9 {times[int(n * 0.999)]:.2f} ms, max {times[-1]:.1f} ms; "
+          f"CPU per commit: user {(after.ru_utime - before.ru_utime) / n * 1e6:.0f} µs, "
+          f"system {(after.ru_stime - before.ru_stime) / n * 1e6:.0f} µs")
 
 
 if __name__ == "__main__":
