@@ -47,10 +47,12 @@ def main() -> None:
             times.append((time.perf_counter() - t) * 1e3)
             entry += a.rows_per_commit
         after = resource.getrusage(resource.RUSAGE_SELF)
+        elapsed = time.perf_counter() - start
         conn.close()
     times.sort()
     n = len(times)
-    print(f"{n} commits of {a.rows_per_commit} rows at {a.rate:,} rows/s: p50 {times[n // 2]:.2f} ms, "
+    print(f"{n} commits of {a.rows_per_commit} rows at {a.rate:,} rows/s asked ({n / elapsed:,.0f} commits/s "
+          f"done): p50 {times[n // 2]:.2f} ms, "
           f"p99 {times[int(n * 0.99)]:.2f} ms, p99.9 {times[int(n * 0.999)]:.2f} ms, max {times[-1]:.1f} ms; "
           f"CPU per commit: user {(after.ru_utime - before.ru_utime) / n * 1e6:.0f} µs, "
           f"system {(after.ru_stime - before.ru_stime) / n * 1e6:.0f} µs")
