@@ -32,8 +32,10 @@ def test_deliver_after_is_never_early(client: pulsar.Client, kind: pulsar.Consum
     msg = consumer.receive(10_000)
     got_at = time.time() * 1000
     assert msg.data() == b"later"
+    # deliver_at is read from the clock when the message is built, before the
+    # producer stamps publish_time, so publish_time + delay may lead it by a
+    # millisecond: only the time read before the send bounds deliver_at.
     assert got_at >= sent_at + 2000
-    assert msg.publish_timestamp() + 2000 <= got_at
     assert got_at <= sent_at + 2000 + 500
     consumer.acknowledge(msg)
     consumer.close()
