@@ -5,6 +5,10 @@
 
 produce: max_pending_messages=1000, block_if_queue_full=True, send_async with every callback
 checked, then flush(); prints "DONE {t_start, t_end, cpu_s, ok, errors}".
+Both roles keep the interpreter's GIL switch interval (5 ms): at 0.5 ms the client's sending
+thread and its I/O thread's callbacks traded the GIL so often that the producer spent 35-50 %
+more CPU per message and sent 15-30 % fewer a second, against Apache Pulsar and letterbox alike
+(benchmarks/NOTES.md).
 consume: Shared subscription "work", receive() + acknowledge() per message; with --failing
 every 10th message is negative_acknowledge()d every time (negative_ack_redelivery_delay_ms=100)
 and dead-lettered after 4 deliveries, by the client (ConsumerDeadLetterPolicy(max_redeliver_count=3))
@@ -16,7 +20,6 @@ once), then drains for --drain seconds to count late duplicates and prints "RESU
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 import time
 
@@ -145,7 +148,6 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60, help="give up after this long without a message")
     ap.add_argument("--drain", type=float, default=1.0, help="seconds to go on counting duplicates")
     a = ap.parse_args()
-    sys.setswitchinterval(0.0005)  # as letterbox.cli.perf: the client's threads hand over the GIL sooner
     (produce if a.role == "produce" else consume)(a)
 
 
