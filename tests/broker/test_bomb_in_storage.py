@@ -70,7 +70,7 @@ def test_admin_views_answer_per_message_with_bounded_memory(broker_factory: Any,
     ]
     ledger_id = write_entries(data_dir, entries)
     broker: BrokerProcess = broker_factory(data_dir)
-    client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=_quiet_logger())
+    client = pulsar.Client(broker.url, operation_timeout_seconds=30, logger=_quiet_logger())
     client.subscribe(TOPIC, "inspect", initial_position=pulsar.InitialPosition.Earliest).close()
     client.close()
     base = broker.admin_url
