@@ -34,11 +34,12 @@ def definitions(broker: BrokerProcess, ns_topic: str) -> dict[int, Any]:
     return {v["version"]: json.loads(v["data"]) for v in body["getSchemaResponses"]}
 
 
-def receive_all(consumer: pulsar.Consumer, count: int) -> list[pulsar.Message]:
+def receive_all(consumer: pulsar.Consumer, count: int, ack: bool = True) -> list[pulsar.Message]:
     out = []
     for _ in range(count):
         msg = consumer.receive(15_000)
-        consumer.acknowledge(msg)
+        if ack:
+            consumer.acknowledge(msg)
         out.append(msg)
     with pytest.raises(pulsar.Timeout):
         consumer.receive(500)
@@ -87,7 +88,9 @@ def test_dead_letters_carry_their_schema_and_redrive_brings_the_source_version_b
     on_dlq = definitions(broker, f"public/default/{name}-work-DLQ")
     assert sorted(map(json.dumps, on_dlq.values())) == sorted(map(json.dumps, [V1, V2]))
     ops = client.subscribe(dlq, "ops", schema=AvroSchema(UserV2), initial_position=EARLIEST)
-    ada, bob = sorted(receive_all(ops, 2), key=lambda m: m.value().name)
+    # read, not acknowledged: dead letters every subscription acknowledged are trimmed, and the
+    # redrive below needs them
+    ada, bob = sorted(receive_all(ops, 2, ack=False), key=lambda m: m.value().name)
     assert on_dlq[version_of(ada)] == V1 and on_dlq[version_of(bob)] == V2
     assert (ada.value().name, ada.value().age, ada.value().email) == ("ada", 36, None)
     assert (bob.value().name, bob.value().email) == ("bob", "bob@example.com")
