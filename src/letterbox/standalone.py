@@ -49,12 +49,10 @@ class Standalone:
         HTTP server on config.bind:config.admin_port (0 = a free port). If the admin server
         cannot start, the broker is stopped again."""
         await self.service.start()
-        admin_import = self._import_admin() if with_admin and self._admin_wanted else None
-        if not with_admin:
+        if not (with_admin and self._admin_wanted):  # no admin port: the admin package is not loaded
             return
         try:
-            if admin_import is not None:
-                await admin_import
+            await self._import_admin()
             await self.start_admin()
         except BaseException:
             await self.service.stop()
@@ -129,10 +127,12 @@ GC_THRESHOLDS = (10_000, 10, 100)
 
 
 def tune_gc() -> None:
-    """Freeze what start-up built (never collected again) and set GC_THRESHOLDS."""
+    """Freeze what start-up built (never collected again), set GC_THRESHOLDS and turn the
+    collector on (the command line starts a broker with it off)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
 
 
 async def run(config: BrokerConfig) -> None:

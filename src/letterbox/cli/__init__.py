@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -38,8 +39,15 @@ COMMANDS = {
 
 @click.group(cls=LazyGroup, lazy=COMMANDS)
 @click.version_option(package_name="letterbox-broker")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """letterbox: a Pulsar-protocol message broker built around failure handling."""
+    # The collector stays off through a broker's start (standalone.tune_gc turns it on once
+    # the broker has started); every other command runs with it on.
+    if ctx.invoked_subcommand == "standalone":
+        gc.disable()
+    else:
+        gc.enable()
 
 
 @main.command()
