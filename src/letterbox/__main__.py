@@ -1,7 +1,7 @@
 # `python -m letterbox`. The cyclic collector is off while the command's modules load:
-# start-up builds only objects that live on, and collecting them is about a sixth of a
+# start-up builds only objects that live on, and collecting them cost about a tenth of a
 # broker's start. The root command turns it back on (cli.main), or for `standalone` once
-# the broker listens (standalone.tune_gc).
+# the broker has started (standalone.tune_gc).
 import gc
 
 gc.disable()
