@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -74,6 +75,7 @@ def main() -> None:
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
         finally:
             system.stop()
+            shutil.rmtree(tmp, ignore_errors=True)  # gigabytes a sitting: never left behind
         meta["cpu_probe_s"].append(cpu_probe())
     rows = [{"system": s, **{k: round(statistics.median(r[k] for r in runs if r["system"] == s), 1)
                              for k in runs[0] if k not in ("system", "run")}} for s in systems]
