@@ -2,10 +2,16 @@
 # stop(), pid, service_url, admin_url, name, and started_at (monotonic time of the start, for
 # "start to first receipt"). Both run with fsync before the receipt: letterbox `--sync full`,
 # Apache Pulsar standalone as the conformance harness starts it (journalSyncData=true).
+# `fresh()` gives one on a new temporary data directory and removes it after: a sitting writes
+# gigabytes, and nothing of it may be left behind.
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from _broker import Broker
@@ -76,3 +82,16 @@ class Letterbox:
 
 
 System = Pulsar | Letterbox
+
+
+@contextlib.contextmanager
+def fresh(kind: str, prefix: str) -> Iterator[System]:
+    """A "pulsar" or "letterbox" system on a new temporary data directory, not yet started;
+    stopped (whether it started or not) and its directory removed on leaving."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    system: System = Pulsar(tmp) if kind == "pulsar" else Letterbox(tmp)
+    try:
+        yield system
+    finally:
+        system.stop()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -29,10 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -41,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from _capacity_run import SUBSCRIPTION, PulsarPerf, Report, measure, median
-from _systems import Letterbox, Pulsar
+from _systems import Letterbox, Pulsar, fresh
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -183,9 +181,7 @@ def cpu_probe() -> float:
 
 
 def run_system(name: str, a: argparse.Namespace, out: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f"capacity-{name}-"))
-    system: Pulsar | Letterbox = Pulsar(tmp) if name == "pulsar" else Letterbox(tmp)
-    try:
+    with fresh(name, f"capacity-{name}") as system:
         first = FirstReceipt(system)
         first.start()
         system.start()
@@ -201,9 +197,6 @@ def run_system(name: str, a: argparse.Namespace, out: list[dict[str, Any]], meta
                     print(f"  {name:<9} {case.label:<58} run {run + 1}: publish {r['publish_msg_s']:>10,.0f} msg/s "
                           f"received {r['received_msg_s']:>10,.0f}  p99 {r['publish_p99_ms']} / {r['e2e_p99_ms']} ms  "
                           f"RSS {r['peak_rss_mb']} MB", flush=True)
-    finally:
-        system.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

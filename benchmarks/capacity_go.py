@@ -19,17 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from _capacity_run import SUBSCRIPTION, GoPerf, measure, median
-from _systems import Letterbox, Pulsar
+from _systems import Letterbox, Pulsar, fresh
 from capacity import cpu_probe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,17 +63,12 @@ def main() -> None:
                             "size": a.size, "duration_s": a.duration, "runs": a.runs, "cpu_probe_s": [cpu_probe()]}
     runs: list[dict[str, Any]] = []
     for name in systems:
-        tmp = Path(tempfile.mkdtemp(prefix=f"capgo-{name}-"))
-        system: Pulsar | Letterbox = Pulsar(tmp) if name == "pulsar" else Letterbox(tmp)
-        system.start()
-        try:
+        with fresh(name, f"capgo-{name}") as system:
+            system.start()
             for run in range(a.runs):
                 r = run_once(system, a.size, a.duration)
                 runs.append({**r, "run": run + 1})
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-        finally:
-            system.stop()
-            shutil.rmtree(tmp, ignore_errors=True)  # gigabytes a sitting: never left behind
         meta["cpu_probe_s"].append(cpu_probe())
     rows = [{"system": s, **{k: round(statistics.median(r[k] for r in runs if r["system"] == s), 1)
                              for k in runs[0] if k not in ("system", "run")}} for s in systems]

@@ -44,18 +44,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from _broker import PeakRss
-from _systems import ROOT, Letterbox, Pulsar, reference
+from _systems import ROOT, Letterbox, Pulsar, fresh, reference
 from capacity import cpu_probe
 
 JAR = ROOT / "benchmarks" / "java" / "target" / "letterbox-bench.jar"
@@ -92,9 +89,7 @@ def java_run(system: Pulsar | Letterbox, name: str, a: argparse.Namespace) -> di
 
 
 def run_system(name: str, a: argparse.Namespace, runs: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f"failure-throughput-{name}-"))
-    system: Pulsar | Letterbox = Pulsar(tmp) if SYSTEMS[name][0] == "pulsar" else Letterbox(tmp)
-    try:
+    with fresh(SYSTEMS[name][0], f"failure-throughput-{name}") as system:
         system.start()
         rss = PeakRss(system.pid)
         rss.start()
@@ -109,9 +104,6 @@ def run_system(name: str, a: argparse.Namespace, runs: list[dict[str, Any]], met
                     print(f"  {'':<16}        DLQ check: {check(r)}", flush=True)
         finally:
             meta["peak_rss_mb"][name] = rss.stop()
-    finally:
-        system.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 PHASE_RATES = (("redeliver", "redeliveries_per_s"), ("deadletter", "moves_per_s"), ("redrive", "redrive_per_s"))

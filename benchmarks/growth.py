@@ -44,16 +44,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 from _growth_curves import CURVES
-from _systems import Letterbox, Pulsar
+from _systems import fresh
 from capacity import cpu_probe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,19 +94,15 @@ STYLE = {"letterbox": ("tab:blue", "o"), "pulsar": ("tab:orange", "s")}
 
 
 def run_point(name: str, curve: str, x: int, a: argparse.Namespace) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix=f"growth-{name}-"))
-    system: Pulsar | Letterbox = Pulsar(tmp) if name == "pulsar" else Letterbox(tmp)
     row: dict[str, Any] = {"curve": curve, "system": name, "x": x}
     t0 = time.monotonic()
-    try:
-        system.start()
-        row.update(CURVES[curve](system, x, a))
-    except Exception as e:  # one failed point is reported, the others still run
-        row["error"] = f"{type(e).__name__}: {e}"[:2000]
-        row["traceback"] = traceback.format_exc()[-3000:]
-    finally:
-        system.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with fresh(name, f"growth-{name}") as system:
+        try:
+            system.start()
+            row.update(CURVES[curve](system, x, a))
+        except Exception as e:  # one failed point is reported, the others still run
+            row["error"] = f"{type(e).__name__}: {e}"[:2000]
+            row["traceback"] = traceback.format_exc()[-3000:]
     row["point_seconds"] = round(time.monotonic() - t0, 1)
     return row
 
