@@ -7,7 +7,7 @@
 #   index_counts  JSON [[batch index, count], ...] of its acknowledged batch messages (NULL: none)
 # A cursor write carries the rows of the entries that changed since its last write
 # (DeliveryChanges, built on the loop thread when the write op is made), applied by the
-# writer in the same transaction as the cursor's record (one statement for all the rows,
+# writer in the same transaction as the cursor's record (multi-row statements,
 # row_statements.py): a redelivery writes the rows of the entries it counted, never the
 # whole delivery state.
 # Invariant: after a write commits, the rows of a cursor are exactly its delivery state as
@@ -19,15 +19,14 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from .row_statements import delete_json_keys, json_rows, json_values
+from .row_statements import delete_json_keys, execute_rows
 
 # (entry_id, count, first_ms, last_ms, due_ms, index_counts)
 Row = tuple[int, int, int | None, int | None, int | None, str | None]
 
-_UPSERT = (
-    "INSERT INTO deliveries (ledger_id, cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts) "
-    f"SELECT ?, ?, {json_values(6)} FROM json_each(?) WHERE true "
-    "ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET count = excluded.count, first_ms = excluded.first_ms, "
+_UPSERT_HEAD = "INSERT INTO deliveries (ledger_id, cursor, entry_id, count, first_ms, last_ms, due_ms, index_counts)"
+_UPSERT_TAIL = (
+    " ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET count = excluded.count, first_ms = excluded.first_ms, "
     "last_ms = excluded.last_ms, due_ms = excluded.due_ms, index_counts = excluded.index_counts"
 )
 _DELETE = "DELETE FROM deliveries WHERE ledger_id = ? AND cursor = ? AND entry_id"
@@ -52,7 +51,8 @@ class DeliveryChanges:
         if self.replace_all:
             conn.execute(_DELETE_ALL, key)
         delete_json_keys(conn, _DELETE, key, self.deletes)
-        json_rows(conn, _UPSERT, key, self.upserts)
+        if self.upserts:
+            execute_rows(conn, _UPSERT_HEAD, [(ledger_id, cursor, *r) for r in self.upserts], _UPSERT_TAIL)
 
 
 def delete_rows(conn: sqlite3.Connection, where: str, args: tuple[object, ...]) -> None:

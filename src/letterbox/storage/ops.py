@@ -23,7 +23,7 @@ from .cache import Row, row_of
 from .delivery_rows import DeliveryChanges, delete_rows
 from .entry import Entry
 from .errors import LedgerClosedError
-from .row_statements import delete_json_keys, execute_rows, json_rows, json_values
+from .row_statements import delete_json_keys, execute_rows
 
 
 class OpLedger(Protocol):
@@ -228,10 +228,8 @@ class TrimOp(WriteOp):
         self.ledger._on_trim_committed(self.freed_bytes, self.more)
 
 
-_UPSERT_ATTEMPTS = (
-    f"INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts) SELECT ?, ?, {json_values(2)} "
-    "FROM json_each(?) WHERE true ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts"
-)
+_ATTEMPTS_HEAD = "INSERT INTO attempt_logs (ledger_id, cursor, entry_id, attempts)"
+_ATTEMPTS_TAIL = " ON CONFLICT (ledger_id, cursor, entry_id) DO UPDATE SET attempts = excluded.attempts"
 
 
 class CursorWriteOp(WriteOp):
@@ -272,7 +270,9 @@ class CursorWriteOp(WriteOp):
                              ch.deletes)
             # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
             # delete + insert in this WITHOUT ROWID table, same row after it)
-            json_rows(conn, _UPSERT_ATTEMPTS, key, ch.upserts)
+            up = ch.upserts
+            if up:
+                execute_rows(conn, _ATTEMPTS_HEAD, [(*key, e, t) for e, t in up], _ATTEMPTS_TAIL)
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:
