@@ -152,4 +152,10 @@ DELIBERATE: dict[tuple[str, str], Deliberate] = {
         pulsar={"seen": [["poison", 0]] * 5, "dead": [], "sent_at_most_10": True},
         letterbox={"seen": [["poison", 0], ["poison", 1], ["poison", 2], ["poison", 2], ["poison", 2]],
                    "dead": [], "sent_at_most_10": True}),
+    ("go", "non_persistent"): Deliberate(
+        "a consumer on a non-persistent topic gets every message published while it is connected; "
+        "with the Go client, Pulsar delivered none sent after the consumer had received its first",
+        "non-persistent-delivers-every-message",
+        pulsar={"received": ["m0"]},
+        letterbox={"received": ["m0", "m1", "m2"]}),
 }
