@@ -163,15 +163,31 @@ def invalid_topic_names(t: Target, p: str) -> Any:
 
 
 IN_FLIGHT = 3000  # three times maxPendingPublishRequestsPerConnection (1,000 on both brokers)
+IN_FLIGHT_TRIES = 4
 
 
 @scenario
 def publish_in_flight_over_1000(t: Target, p: str) -> Any:
     """3,000 sends in flight on one connection (send_async, batching off, a producer queue of
-    5,000): whether every receipt arrives within 10 s. Both brokers stop reading a connection
-    that has 1,000 sends unreceipted; what differs is whether reading resumes as receipts go out.
-    The client's operation timeout is short: a close the broker does not read gives up soon."""
-    topic = f"{p}-inflight"
+    5,000): whether every receipt arrives within 10 s, in each of up to IN_FLIGHT_TRIES tries
+    (a client and a topic of their own each; the first try that misses ends the scenario).
+    Both brokers stop reading a connection that has 1,000 sends unreceipted; what differs is
+    whether reading resumes as receipts go out. Apache Pulsar's stall depends on how far its
+    reads get ahead of its receipts: most tries, not all (seen: a CI run where one try did not)."""
+    receipted_all, over_1000, failed = True, True, 0
+    for n in range(IN_FLIGHT_TRIES):
+        receipted, failures = _in_flight_try(t, f"{p}-inflight-{n}")
+        failed += failures
+        over_1000 = over_1000 and receipted >= 1000
+        if receipted < IN_FLIGHT:
+            receipted_all = False
+            break
+    return {"all_receipted_within_10s": receipted_all, "at_least_1000_receipted": over_1000, "failed": failed}
+
+
+def _in_flight_try(t: Target, topic: str) -> tuple[int, int]:
+    """One try of publish_in_flight_over_1000: (receipted, failed) after at most 10 s. The
+    client's operation timeout is short: a close the broker does not read gives up soon."""
     results: list[bool] = []
     lock, all_in = threading.Lock(), threading.Event()
 
@@ -190,5 +206,4 @@ def publish_in_flight_over_1000(t: Target, p: str) -> Any:
             receipted, failed = results.count(True), results.count(False)
         with contextlib.suppress(Exception):
             prod.close()
-    return {"all_receipted_within_10s": receipted == IN_FLIGHT, "at_least_1000_receipted": receipted >= 1000,
-            "failed": failed}
+    return receipted, failed
