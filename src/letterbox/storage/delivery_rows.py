@@ -51,8 +51,7 @@ class DeliveryChanges:
         if self.replace_all:
             conn.execute(_DELETE_ALL, key)
         delete_json_keys(conn, _DELETE, key, self.deletes)
-        if self.upserts:
-            execute_rows(conn, _UPSERT_HEAD, [(ledger_id, cursor, *r) for r in self.upserts], _UPSERT_TAIL)
+        execute_rows(conn, _UPSERT_HEAD, self.upserts, _UPSERT_TAIL, prefix=key)
 
 
 def delete_rows(conn: sqlite3.Connection, where: str, args: tuple[object, ...]) -> None:

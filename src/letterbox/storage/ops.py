@@ -270,9 +270,7 @@ class CursorWriteOp(WriteOp):
                              ch.deletes)
             # (an upsert that updates in place: about half the cost of INSERT OR REPLACE's
             # delete + insert in this WITHOUT ROWID table, same row after it)
-            up = ch.upserts
-            if up:
-                execute_rows(conn, _ATTEMPTS_HEAD, [(*key, e, t) for e, t in up], _ATTEMPTS_TAIL)
+            execute_rows(conn, _ATTEMPTS_HEAD, ch.upserts, _ATTEMPTS_TAIL, prefix=key)
 
     def on_fail(self, exc: BaseException) -> None:
         if self.failed is not None:

@@ -37,14 +37,20 @@ def _chunks(count: int) -> list[tuple[int, int]]:
     return out
 
 
-def execute_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = "") -> None:
+def execute_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = "",
+                 prefix: Sequence[Any] = ()) -> None:
     """`head` (an INSERT naming its columns) for every row, in order, in a few statements;
-    `tail` follows the VALUES (an ON CONFLICT clause)."""
+    `tail` follows the VALUES (an ON CONFLICT clause). `prefix` goes in front of every row
+    (the columns all the rows share), bound once per row without a tuple made for it."""
     if not rows:
         return
-    ncols = len(rows[0])
+    ncols = len(prefix) + len(rows[0])
     for i, n in _chunks(len(rows)):
-        conn.execute(_values_sql(head, ncols, tail, n), [v for row in rows[i:i + n] for v in row])
+        params: list[Any] = []
+        for row in rows[i:i + n]:
+            params += prefix
+            params += row
+        conn.execute(_values_sql(head, ncols, tail, n), params)
 
 
 def delete_json_keys(conn: sqlite3.Connection, head: str, prefix: Sequence[Any], keys: Sequence[Any]) -> None:
