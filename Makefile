@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
 # The repository's virtualenv holds the dev extra (the suite, lint, type check, Spark, make dist).
-.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth bench-sitting bench-go bench-go-perf clean browser fuse \
+.PHONY: codecs dist dist-check run test lint typecheck unit core-tests side-tests compat-tests compat compat-all proto bench bench-peers bench-capacity bench-java bench-failure bench-growth bench-sitting bench-go bench-go-perf clean debs browser fuse \
 	pulsar pulsar-stop pulsar-fetch conformance conformance-java conformance-go
 
 $(BIN)/python:
@@ -79,29 +79,26 @@ compat: $(CODECS_STAMP)
 
 compat-all: compat
 
-# The console's browser tests (tests/console) drive Debian's chromium with its chromedriver:
-# installed here when missing (root, or sudo without a password). When that is impossible the
-# tests skip and say why.
-browser:
-	@if [ ! -x $(CHROMIUM) ] || [ ! -x $(CHROMEDRIVER) ]; then \
+# Debian packages some tests need, installed here when missing (root, or sudo without a
+# password) in ONE apt-get run: make test builds its three suites at once, and two apt-gets at
+# once fail on dpkg's lock. The console's browser tests (tests/console) drive chromium with its
+# chromedriver; tests/storage/test_power_loss.py mounts a FUSE file system (fuse3: fusermount3,
+# libfuse3). When the install is impossible the console tests skip and say why, and
+# test_power_loss fails.
+debs:
+	@missing=""; \
+	  { [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ]; } || missing=" chromium chromium-driver"; \
+	  command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
 	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
-	    echo "installing chromium and chromium-driver for tests/console"; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null \
-	      || echo "could not install chromium/chromium-driver: tests/console will skip"; \
-	  else echo "chromium/chromium-driver missing and apt-get as root unavailable: tests/console will skip"; fi; \
+	    echo "installing$$missing for tests/console and tests/storage/test_power_loss.py"; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	      || echo "could not install$$missing: tests/console skips, test_power_loss fails"; \
+	  else echo "missing:$$missing, and apt-get as root unavailable: tests/console skips, test_power_loss fails"; fi; \
 	fi
 
-# tests/storage/test_power_loss.py mounts a FUSE file system: it needs Debian's fuse3 (fusermount3, libfuse3)
-fuse:
-	@if ! command -v fusermount3 >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
-	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
-	    echo "installing fuse3 for tests/storage/test_power_loss.py"; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq fuse3 >/dev/null \
-	      || echo "could not install fuse3: tests/storage/test_power_loss.py will fail"; \
-	  else echo "fuse3 missing and apt-get as root unavailable: tests/storage/test_power_loss.py will fail"; fi; \
-	fi
+browser fuse: debs
 
 # make test runs the suite as three pytest processes at once: most tests wait on brokers, Spark
 # JVMs and the browser rather than on the CPU (a serial run took 21 min of wall time for 6 min
