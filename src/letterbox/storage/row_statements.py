@@ -47,9 +47,14 @@ def execute_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[An
     ncols = len(prefix) + len(rows[0])
     for i, n in _chunks(len(rows)):
         params: list[Any] = []
-        for row in rows[i:i + n]:
-            params += prefix
-            params += row
+        add = params.extend
+        if prefix:
+            for row in rows[i:i + n]:
+                add(prefix)
+                add(row)
+        else:  # the appends' entry rows: one extend per row, nothing else
+            for row in rows[i:i + n]:
+                add(row)
         conn.execute(_values_sql(head, ncols, tail, n), params)
 
 
