@@ -25,7 +25,7 @@ MAX_LINES = 400
 OVERSIZE_ALLOWED: dict[str, str] = {}
 # In broker/: at most BROKER_LARGE modules over BROKER_LARGE_LINES, no function over MAX_FUNCTION_LINES.
 BROKER_LARGE, BROKER_LARGE_LINES, MAX_FUNCTION_LINES = 3, 350, 60
-# The one place a connection writes to its transport (ServerCnx.send, flushed by _flush), and
+# The one place a connection writes to its transport (ServerCnx.send, flushed by flush), and
 # the one move transaction of broker/moves (every append there and ack here).
 OUTBOUND_PATH = "broker/connection/server_cnx.py"
 MOVE_TRANSACTION = "broker/moves/move_transaction.py"

@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 
 from .cache import EntryCache, Row
 from .managed_cursor import ManagedCursor
-from .ops import WriteOp
+from .ops import Then, WriteOp
 from .payload_files import PayloadFiles
 
 T = TypeVar("T")
@@ -26,7 +26,7 @@ class LedgerStore(Protocol):
 
     def _check_open(self) -> None: ...
 
-    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]: ...
+    def _submit(self, ops: Sequence[WriteOp], result: T, then: Then | None = None) -> asyncio.Future[T]: ...
 
     def _submit_background(self, ops: Sequence[WriteOp]) -> None: ...
 

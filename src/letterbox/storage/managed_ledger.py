@@ -34,7 +34,7 @@ from .ledger_reads import LedgerReads
 from .ledger_store import LedgerStore
 from .managed_cursor import ManagedCursor
 from .message_counts import MessageCounts
-from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, TrimOp, UnfenceOp, WriteOp
+from .ops import AppendOp, CreateLedgerOp, DeleteCursorOp, Then, TrimOp, UnfenceOp, WriteOp
 from .position import Position
 from .retention import retention_cut
 
@@ -128,9 +128,10 @@ class ManagedLedger(LedgerReads):
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         return self._store._submit([*self._create_ops(), op], op.entry.position)
 
-    def submit_appends(self, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
-        """Store reserved appends (all, in order, before anything else for this ledger) atomically."""
-        return self._store._submit([*self._create_ops(), *ops], None)
+    def submit_appends(self, ops: Sequence[WriteOp], then: Then | None = None) -> asyncio.Future[None]:
+        """Store reserved appends (all, in order, before anything else for this ledger)
+        atomically; `then` hears the outcome first, in the callback that learns it."""
+        return self._store._submit([*self._create_ops(), *ops], None, then)
 
     def _create_ops(self) -> list[WriteOp]:
         """The ledger's row, until it is stored (rides along with appends; idempotent)."""

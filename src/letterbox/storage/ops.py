@@ -56,6 +56,9 @@ UPSERT_SEQ = (
 )
 
 
+Then = Callable[[BaseException | None], None]  # hears a submission's outcome: None, or its error
+
+
 class WriteOp:
     __slots__ = ()
     nbytes = 0  # approximate payload size, used to bound a group transaction

@@ -34,7 +34,7 @@ from .health import StorageHealth
 from .integrity import read_checked
 from .managed_cursor import ManagedCursor
 from .managed_ledger import ManagedLedger
-from .ops import CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, WriteOp
+from .ops import CreateLedgerOp, DeleteLedgerOp, MetadataOp, OpLedger, ProbeOp, Then, WriteOp
 from .payload_files import LARGE_PAYLOAD_BYTES, PayloadFiles
 from .schema import SyncMode, db_path
 from .start_checks import open_checked
@@ -201,15 +201,16 @@ class Store:
         if self._writer is None or self._closing:
             raise StoreClosedError("store is not open")
 
-    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
-        """Submit ops as ONE atomic unit (inside the writer's next group transaction)."""
+    def _submit(self, ops: Sequence[WriteOp], result: T, then: Then | None = None) -> asyncio.Future[T]:
+        """Submit ops as ONE atomic unit (inside the writer's next group transaction); `then`
+        hears the outcome before the future's callbacks do (writer.Submission)."""
         self._check_open()
-        return self._submit_unchecked(ops, result)
+        return self._submit_unchecked(ops, result, then)
 
-    def _submit_unchecked(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
+    def _submit_unchecked(self, ops: Sequence[WriteOp], result: T, then: Then | None = None) -> asyncio.Future[T]:
         assert self._loop is not None and self._writer is not None
         fut: asyncio.Future[T] = self._loop.create_future()
-        self._writer.submit(Submission(ops, fut, result))
+        self._writer.submit(Submission(ops, fut, result, then))
         return fut
 
     def transaction(self) -> Transaction:
@@ -238,15 +239,13 @@ class Store:
                         committed = True
                     if op.appends:
                         touched[op.ledger] = None  # type: ignore[attr-defined]
-                if not sub.future.done():
-                    sub.future.set_result(sub.result)
+                sub.settle(None)
             else:
                 if is_storage_fault(err):
                     self._storage_fault(err)
                 for op in sub.ops:
                     op.on_fail(err)
-                if not sub.future.done():
-                    sub.future.set_exception(_as_storage_error(err))
+                sub.settle(_as_storage_error(err))
         if committed and self.health.committed():
             log.warning("storage writes succeed again: the broker is healthy")
             self._schedule_flush()

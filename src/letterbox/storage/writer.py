@@ -9,7 +9,8 @@
 # Invariants:
 #   * submissions are applied in queue (= call) order; a submission is atomic (all its ops
 #     commit together or none do) -- this is what makes multi-op transactions possible;
-#   * a future is resolved only after COMMIT returned, i.e. durable per the sync mode;
+#   * a future is resolved (and a submission's `then` called, just before) only after COMMIT
+#     returned, i.e. durable per the sync mode;
 #   * fast path: the group runs without savepoints, consecutive appends via executemany (and
 #     one producer-sequence upsert per ledger and producer, the last one's). If
 #     anything fails the transaction is rolled back and re-run with one SAVEPOINT per
@@ -34,7 +35,7 @@ from typing import Any
 
 from .append_run import AppendRunOp
 from .errors import is_storage_fault
-from .ops import UPSERT_SEQ, AppendOp, WriteOp, insert_entries
+from .ops import UPSERT_SEQ, AppendOp, Then, WriteOp, insert_entries
 from .payload_files import PayloadFiles
 from .payload_lane import PayloadLane
 from .schema import SyncMode, open_writer
@@ -46,17 +47,35 @@ MAX_GROUP_BYTES = 32 * 1024 * 1024
 
 
 class Submission:
-    __slots__ = ("error", "future", "nbytes", "ops", "result")
+    """Ops that commit together, and who hears of it on the loop thread: `then` (optional)
+    first, in the very callback that takes the group back, then the future's callbacks."""
 
-    def __init__(self, ops: Sequence[WriteOp], future: asyncio.Future[Any], result: Any) -> None:
+    __slots__ = ("error", "future", "nbytes", "ops", "result", "then")
+
+    def __init__(self, ops: Sequence[WriteOp], future: asyncio.Future[Any], result: Any,
+                 then: Then | None = None) -> None:
         self.ops = ops
         self.future = future
         self.result = result
+        self.then = then
         self.error: BaseException | None = None
         nbytes = 0
         for op in ops:
             nbytes += op.nbytes
         self.nbytes = nbytes
+
+    def settle(self, exc: BaseException | None) -> None:
+        """Loop thread: committed (`exc` None) or failed with `exc`."""
+        if self.then is not None:
+            try:
+                self.then(exc)
+            except Exception:  # one listener's bug must not leave the group's others unsettled
+                log.exception("a commit listener failed")
+        if not self.future.done():
+            if exc is None:
+                self.future.set_result(self.result)
+            else:
+                self.future.set_exception(exc)
 
 
 class Writer:

@@ -1,7 +1,7 @@
 # The SENDs to one topic read in one pass over a connection's input (one data_received),
-# from one or several of its producers, go to storage as ONE writer submission with one
-# future and one receipt callback per producer, instead of a submission, a future and a
-# loop callback each. Entry ids are still assigned as each SEND is handled
+# from one or several of its producers, go to storage as ONE writer submission, answered
+# in the loop callback that takes its commit back (the receipts written and flushed there,
+# not a loop pass later), instead of a submission, a future and a loop callback each. Entry ids are still assigned as each SEND is handled
 # (topic.reserve_publish), in arrival order, into runs of rows (storage/append_run.py): one
 # write op per pass, no op or Entry per SEND until it commits.
 #
@@ -14,19 +14,20 @@
 #     nothing else is submitted for their ledger in between: ledgers commit their ids in
 #     order;
 #   * receipts are written only after the submission committed (durable), in send order,
-#     and before any later receipt, duplicate answer or refusal of the same producer
-#     (`submit_producer` runs before those are chained on `last_receipt`);
+#     and before any later receipt, duplicate answer or refusal of the same producer (each
+#     takes its place in the producer's answer chain, answer_chain.py; `submit_producer`
+#     runs before those are chained);
 #   * the batch's bytes and SEND count enter the connection's flow control once, when it is
 #     submitted (still inside the input pass), and leave it once, with its receipts;
 #   * a submission is atomic: if it fails, every SEND in it gets SEND_ERROR
 #     (PersistenceError), as each would have (a failed append fences its ledger).
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from typing import TYPE_CHECKING
 
+from letterbox.broker.connection.answer_chain import Place, answer, take_place
 from letterbox.broker.topics.topic import PersistentTopic
 from letterbox.errors import ServerError
 from letterbox.protocol import commands
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from letterbox.storage.ops import WriteOp
 
 log = logging.getLogger("letterbox.producer")
+
+_Batch = tuple["Producer", list["Pending"], int, Place]  # a producer's SENDs of the submission, their bytes
 
 
 
@@ -85,31 +88,37 @@ def _submit_group(cnx: ServerCnx, topic: ProducerTopic) -> None:
     if not members:
         return
     assert isinstance(topic, PersistentTopic)
-    try:
-        fut = topic.ledger.submit_appends(ops)
-    except StorageError as exc:
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_exception(exc)
     lid = topic.ledger.ledger_id
+    batches: list[_Batch] = []
     for q in members:
         batch, q.unsubmitted, q.unsubmitted_ops = q.unsubmitted, [], []
         nbytes = 0
         for b in batch:
             nbytes += b[3]
-        cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _receipts
-        fut.add_done_callback(functools.partial(_receipts, cnx, q, lid, batch, nbytes))
-        q.last_receipt = fut  # type: ignore[assignment]
+        cnx.flow.publish_started(nbytes, len(batch))  # one count per batch, given back in _answer
+        batches.append((q, batch, nbytes, take_place(q)))
+    then = functools.partial(_answer, cnx, lid, batches)
+    try:
+        topic.ledger.submit_appends(ops, then)
+    except StorageError as exc:
+        then(exc)
 
 
-def _receipts(cnx: ServerCnx, p: Producer, ledger_id: int, batch: list[Pending], nbytes: int,
-              f: asyncio.Future[None]) -> None:
-    pid = p.producer_id
-    cnx.flow.publish_done(nbytes, len(batch))
-    err = None if f.cancelled() else f.exception()
-    if err is not None or f.cancelled():
-        refuse_unstored(cnx, p, [seq for _eid, seq, _highest, _nbytes in batch], err)
-        return
-    cnx.send(encode_pending_receipts(pid, ledger_id, batch), count=len(batch))
+def _answer(cnx: ServerCnx, ledger_id: int, batches: list[_Batch], err: BaseException | None) -> None:
+    """The submission's outcome, in the callback that takes its commit back: each producer's
+    receipts (or refusals) in its place, and what could be written goes out at once."""
+    for p, batch, nbytes, place in batches:
+        cnx.flow.publish_done(nbytes, len(batch))
+        if err is not None:
+            seqs = [seq for _eid, seq, _highest, _nbytes in batch]
+            answer(place, functools.partial(refuse_unstored, cnx, p, seqs, err))
+        else:
+            answer(place, functools.partial(_receipts, cnx, p.producer_id, ledger_id, batch, len(batch)))
+    cnx.flush()
+
+
+def _receipts(cnx: ServerCnx, producer_id: int, ledger_id: int, batch: list[Pending], count: int) -> None:
+    cnx.send(encode_pending_receipts(producer_id, ledger_id, batch), count=count)
 
 
 def refuse_unstored(cnx: ServerCnx, p: Producer, seqs: list[int], err: BaseException | None) -> None:

@@ -180,10 +180,10 @@ class ServerCnx(asyncio.Protocol):
         self._out.append(frames)
         self._out_bytes += n
         if self._out_bytes >= FLUSH_BYTES:
-            self._flush()
+            self.flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self.flush)
 
     def _check_handshake(self, frame: bytes) -> None:
         """Before CONNECTED went out: only the handshake's commands; CONNECTED ends it."""
@@ -203,8 +203,9 @@ class ServerCnx(asyncio.Protocol):
         self.send(commands.close_consumer(consumer_id), consumer_id=consumer_id)
         self.consumers.pop(consumer_id, None)
 
-    def _flush(self) -> None:
-        """The tail of send(): the one write to the transport."""
+    def flush(self) -> None:
+        """The tail of send(): the one write to the transport (at the end of a loop pass, or at
+        once where a caller has written all it will for now)."""
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:
             out, self._out, self._out_bytes = self._out, [], 0
@@ -213,7 +214,7 @@ class ServerCnx(asyncio.Protocol):
     def close(self) -> None:
         if self.closed:
             return
-        self._flush()
+        self.flush()
         self.closed = True
         if self.transport is not None:
             self.transport.close()
