@@ -1,9 +1,10 @@
 # The SENDs to one topic read in one pass over a connection's input (one data_received),
 # from one or several of its producers, go to storage as ONE writer submission, answered
 # in the loop callback that takes its commit back (the receipts written and flushed there,
-# not a loop pass later), instead of a submission, a future and a loop callback each. Entry ids are still assigned as each SEND is handled
-# (topic.reserve_publish), in arrival order, into runs of rows (storage/append_run.py): one
-# write op per pass, no op or Entry per SEND until it commits.
+# not a loop pass later), instead of a submission, a future and a loop callback each.
+# Entry ids are still assigned as each SEND is handled (topic.reserve_publish), in arrival
+# order, into runs of rows (storage/append_run.py): one write op per pass, no op or Entry
+# per SEND until it commits.
 #
 # Invariants:
 #   * the producers of one topic with reserved SENDs (cnx.send_batches[topic]) share one list
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("letterbox.producer")
 
 _Batch = tuple["Producer", list["Pending"], int, Place]  # a producer's SENDs of the submission, their bytes
-
 
 
 def ops_for(cnx: ServerCnx, producer: Producer) -> list[WriteOp]:
