@@ -1,9 +1,8 @@
 # ServerCnx: one per client connection, a thin asyncio adapter over the sans-IO
 # ServerProtocol. It owns the connection's state (handshake, producers, consumers, input
 # held or paused) and its one outbound path: every frame to the client goes through `send`,
-# which checks it (OutboundError) and buffers it; the buffer is flushed once per event-loop
-# pass (or at FLUSH_BYTES, or by a caller done writing for now: a commit's receipts), so a
-# burst of receipts or messages costs one socket write.
+# which checks it (OutboundError) and buffers it; flushed once per loop pass, at FLUSH_BYTES,
+# or after a commit's receipts, so a burst of receipts or messages costs one socket write.
 # Frames received are handed to their handlers by inbound.py; a client error becomes an
 # ERROR / SEND_ERROR frame with a Pulsar code, a protocol violation closes this connection.
 from __future__ import annotations
