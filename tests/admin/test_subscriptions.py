@@ -7,7 +7,9 @@ from typing import Any
 import pulsar
 import pytest
 
+from letterbox.protocol import client_commands, pb
 from tests.admin.helpers import call
+from tests.broker.test_robustness import RawConn
 from tests.conftest import BrokerProcess, wait_until
 
 P = "/admin/v2/persistent/public/default"
@@ -84,14 +86,21 @@ def test_create_subscription_at_message_id(api: Any, client: Any) -> None:
     consumer.close()
 
 
-def test_delete_subscription_busy_and_force(api: Any, client: Any) -> None:
-    consumer = client.subscribe(T + "subdel", "busy")
-    status, err = api("DELETE", P + "/subdel/subscription/busy")
-    assert status == 412 and "consumers" in err["reason"]
-    assert api("DELETE", P + "/subdel/subscription/busy?force=true")[0] == 204
-    assert "busy" not in api("GET", P + "/subdel/subscriptions")[1]
-    assert api("DELETE", P + "/subdel/subscription/busy")[0] == 404
-    consumer.close()
+def test_delete_subscription_busy_and_force(api: Any, broker: BrokerProcess) -> None:
+    # a raw consumer: the official client's would subscribe again once the forced delete
+    # closes it (re-creating the subscription), racing the listing below
+    raw = RawConn(broker.port)
+    try:
+        raw.handshake()
+        raw.send(client_commands.subscribe(T + "subdel", "busy", 1, 1))
+        raw.expect(pb.BaseCommand.SUCCESS)
+        status, err = api("DELETE", P + "/subdel/subscription/busy")
+        assert status == 412 and "consumers" in err["reason"]
+        assert api("DELETE", P + "/subdel/subscription/busy?force=true")[0] == 204
+        assert "busy" not in api("GET", P + "/subdel/subscriptions")[1]
+        assert api("DELETE", P + "/subdel/subscription/busy")[0] == 404
+    finally:
+        raw.close()
 
 
 def test_skip_and_skip_all(api: Any, client: Any) -> None:
