@@ -28,10 +28,6 @@ U64 = (1 << 64) - 1
 def in_order(cnx: ServerCnx, p: Producer, write: Callable[[], None]) -> None:
     """Call `write` once every earlier answer of the producer (of `cnx`) has been written."""
     send_batch.submit_producer(cnx, p)
-    prev = p.last_receipt
-    if prev is None or prev.done():
-        write()
-        return
     answer(take_place(p), write)
 
 
