@@ -12,7 +12,9 @@ from typing import Any
 import pulsar
 import pytest
 
+from letterbox.protocol import client_commands, pb
 from tests.admin.helpers import call, consumer_blocked_at, make_namespace, set_policy, topic_stats
+from tests.broker.test_robustness import RawConn, _message
 from tests.conftest import BrokerProcess, wait_until
 
 
@@ -36,6 +38,40 @@ def test_backlog_quota_producer_exception(broker: BrokerProcess, client: Any) ->
         consumer.acknowledge(consumer.receive(10_000))
     assert wait_until(lambda: topic_stats(broker.admin_url, topic)["subscriptions"]["slow"]["msgBacklog"] == 0)
     client.create_producer(topic).send(b"after")
+
+
+def test_backlog_quota_close_comes_after_the_receipts_of_sends_in_flight(broker: BrokerProcess) -> None:
+    """SENDs written without waiting keep commits in flight when the quota closes the
+    producer: each one stored is receipted before CLOSE_PRODUCER (a receipt after it finds no
+    producer at the client, which then fails a send that was kept); those that cross the
+    close are dropped unstored, unanswered, as Pulsar does (the client sends them again)."""
+    base = make_namespace(broker.admin_url, "quota/inflight")
+    set_policy(broker.admin_url, base + "/backlogQuota", {"limitSize": 500, "policy": "producer_exception"})
+    topic = "persistent://quota/inflight/t"
+    raw = RawConn(broker.port)
+    try:
+        raw.handshake()
+        raw.send(client_commands.subscribe(topic, "slow", 1, 1))
+        raw.expect(pb.BaseCommand.SUCCESS)
+        raw.create_producer(topic, producer_id=7, request_id=2)
+        sent, before_close = 0, []
+        while True:
+            while sent < 100 and sent - len(before_close) < 4:  # 4 in flight, the next sent at once
+                raw.send(client_commands.send(7, sent, 1, _message("inflight", sent, b"x" * 100)))
+                sent += 1
+            frame = raw.read_frame()
+            if frame.type == pb.BaseCommand.CLOSE_PRODUCER:
+                break
+            before_close.append(frame)
+        after_close = raw.ping_pong()  # every SEND was handled before the PING
+    finally:
+        raw.close()
+    assert [f.type for f in before_close] == [pb.BaseCommand.SEND_RECEIPT] * len(before_close)
+    receipted = [f.command.send_receipt.sequence_id for f in before_close]
+    assert receipted == list(range(len(receipted))) and 3 <= len(receipted) < sent
+    assert after_close == []  # no receipt after the close, and no error for what crossed it
+    stats = topic_stats(broker.admin_url, topic)
+    assert stats["msgInCounter"] == len(receipted) == stats["subscriptions"]["slow"]["msgBacklog"]
 
 
 def test_backlog_quota_producer_request_hold(broker: BrokerProcess, client: Any) -> None:

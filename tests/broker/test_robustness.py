@@ -108,15 +108,17 @@ class RawConn:
         frame = self.expect(T.PRODUCER_SUCCESS)
         assert frame.command.producer_success.request_id == request_id
 
-    def ping_pong(self) -> None:
-        """The connection still answers: PING gets a PONG."""
+    def ping_pong(self) -> list[Frame]:
+        """The connection still answers: PING gets a PONG. The frames that came before it."""
         self.send(_encode(T(type=T.PING, ping=pb.CommandPing())))
         deadline = time.monotonic() + READ_TIMEOUT
+        before: list[Frame] = []
         while True:
             frame = self.decoder.next_frame()
             if frame is not None:
                 if frame.type == T.PONG:
-                    return
+                    return before
+                before.append(frame)
                 continue
             data = self._recv(deadline)
             if not data:

@@ -46,6 +46,7 @@ OFF_LOOP_BYTES = 256 * 1024
 def handle_producer(cnx: ServerCnx, frame: Frame) -> None:
     c = frame.command.producer
     rid, pid = c.request_id, c.producer_id
+    cnx.closed_producers.discard(pid)  # the client took the broker's close: its SENDs count again
     if pid in cnx.pending_producers:
         raise ServiceNotReady(f"Producer {pid} is still being created on this connection")
     existing = cnx.producers.get(pid)
@@ -135,6 +136,8 @@ def handle_send(cnx: ServerCnx, frame: Frame) -> None:
     pid = c.producer_id
     producer = cnx.producers.get(pid)
     if producer is None:
+        if pid in cnx.closed_producers:  # it crossed CLOSE_PRODUCER: resent once the producer is back
+            return
         raise NotAllowed(f"no producer with id {pid} on this connection; create the producer first")
     hp = frame.headers_and_payload
     if hp is None:

@@ -25,9 +25,10 @@ from letterbox.broker.connection import (
 )
 from letterbox.broker.connection.handlers_producer import handle_sends
 from letterbox.broker.connection.send_batch import submit as submit_sends
-from letterbox.broker.connection.server_cnx import ServerCnx, request_id_of
+from letterbox.broker.connection.server_cnx import ServerCnx
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import ProtocolError, commands, pb
+from letterbox.protocol.request_ids import request_id_of
 from letterbox.protocol.speedups import send_codec
 
 if TYPE_CHECKING:

@@ -8,16 +8,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 from letterbox.broker.connection import heap_trim
+from letterbox.broker.connection.answer_chain import answer, take_place
 from letterbox.broker.connection.connection_guard import ConnectionGuard
 from letterbox.broker.connection.flow_control import FlowControl
 from letterbox.errors import LetterboxError, ServerError
 from letterbox.protocol import FRAME_PADDING, ProtocolError, ServerProtocol, commands, pb
+from letterbox.protocol.request_ids import request_id_of
 from letterbox.protocol.speedups import send_codec
 from letterbox.security.tls import peer_common_name
 
@@ -58,6 +61,7 @@ class ServerCnx(asyncio.Protocol):
         self.proto = ServerProtocol(max_frame_size=service.config.max_message_size + FRAME_PADDING)
         self.transport: asyncio.Transport | None = None
         self.producers: dict[int, Producer] = {}
+        self.closed_producers: set[int] = set()  # closed by the broker: SENDs crossing it are dropped
         self.consumers: dict[int, Consumer] = {}
         self.pending_producers: dict[int, asyncio.Future[None]] = {}
         # per topic, the producers whose reserved SENDs wait to be submitted together (send_batch.py)
@@ -194,9 +198,16 @@ class ServerCnx(asyncio.Protocol):
             self._handshaken = True
 
     def close_producer(self, producer_id: int) -> None:
-        """Tell the client to close one of its producers (CLOSE_PRODUCER) and forget it."""
-        self.send(commands.close_producer(producer_id), producer_id=producer_id)
-        self.producers.pop(producer_id, None)
+        """Tell the client to close one of its producers (CLOSE_PRODUCER) and forget it at once
+        (SENDs that cross the frame are dropped, as Pulsar does: the client sends them again
+        once it has the producer back). The frame takes its place in the producer's answer
+        chain: it leaves after the receipts of the SENDs already stored or being stored, which
+        the client would otherwise find no producer for, and fail though they were kept."""
+        producer = self.producers.pop(producer_id, None)
+        if producer is None:
+            raise OutboundError(f"CLOSE_PRODUCER for producer {producer_id}, not one of this connection's")
+        self.closed_producers.add(producer_id)
+        answer(take_place(producer), functools.partial(self.send, commands.close_producer(producer_id)))
 
     def close_consumer(self, consumer_id: int) -> None:
         """Tell the client to close one of its consumers (CLOSE_CONSUMER) and forget it."""
@@ -301,50 +312,3 @@ def _kind(frames: bytes) -> str:
     """The command name of the (first) frame in `frames`, for an OutboundError."""
     known = len(frames) > _TYPE_AT and frames[_TYPE_AT - 1] == _TYPE_TAG and frames[_TYPE_AT] in T.Type.values()
     return T.Type.Name(cast(Any, frames[_TYPE_AT])) if known else "a frame"
-
-
-def request_id_of(cmd: pb.BaseCommand) -> int | None:
-    """The request id of whatever command this is, if it carries one."""
-    try:
-        name = T.Type.Name(cmd.type).lower()
-    except ValueError:
-        return None
-    field = _FIELD_FOR_TYPE.get(name, name)
-    try:
-        body: Any = getattr(cmd, field)
-    except AttributeError:
-        return None
-    if body is not None and "request_id" in body.DESCRIPTOR.fields_by_name and body.HasField("request_id"):
-        return int(body.request_id)
-    return None
-
-
-_FIELD_FOR_TYPE = {
-    "lookup": "lookupTopic",
-    "lookup_response": "lookupTopicResponse",
-    "partitioned_metadata": "partitionMetadata",
-    "partitioned_metadata_response": "partitionMetadataResponse",
-    "redeliver_unacknowledged_messages": "redeliverUnacknowledgedMessages",
-    "close_producer": "close_producer",
-    "close_consumer": "close_consumer",
-    "consumer_stats": "consumerStats",
-    "get_last_message_id": "getLastMessageId",
-    "get_topics_of_namespace": "getTopicsOfNamespace",
-    "get_schema": "getSchema",
-    "get_or_create_schema": "getOrCreateSchema",
-    "active_consumer_change": "active_consumer_change",
-    "reached_end_of_topic": "reachedEndOfTopic",
-    "auth_challenge": "authChallenge",
-    "auth_response": "authResponse",
-    "ack_response": "ackResponse",
-    "new_txn": "newTxn",
-    "add_partition_to_txn": "addPartitionToTxn",
-    "add_subscription_to_txn": "addSubscriptionToTxn",
-    "end_txn": "endTxn",
-    "end_txn_on_partition": "endTxnOnPartition",
-    "end_txn_on_subscription": "endTxnOnSubscription",
-    "tc_client_connect_request": "tcClientConnectRequest",
-    "watch_topic_list": "watchTopicList",
-    "watch_topic_list_close": "watchTopicListClose",
-    "topic_migrated": "topicMigrated",
-}
