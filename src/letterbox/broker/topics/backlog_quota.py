@@ -3,9 +3,10 @@
 # subscription, in bytes (estimated from the topic's average message size) and
 # in time (age of that subscription's oldest unacknowledged message). Once it
 # passes the quota:
-#   producer_exception        the topic's producers are closed; their reconnect is
-#                             refused with ProducerBlockedQuotaExceededException, on
-#                             which the official clients fail their pending sends
+#   producer_exception        the topic's producers are closed (each close leaves after
+#                             the receipts of its SENDs already being stored); their
+#                             reconnect is refused with ProducerBlockedQuotaExceededException,
+#                             on which the official clients fail their pending sends
 #                             with that error (new producers get it too);
 #   producer_request_hold     the same with ProducerBlockedQuotaExceededError, which
 #                             the clients retry: sends wait until consumers catch up;
@@ -62,7 +63,7 @@ def attach(topic: QuotaTopic) -> None:
     listener = topic.quota_listener
     if topic.limits.backlog_quota is not None and listener is None:
         def on_confirmed(_pos: Position) -> None:
-            # after this append's receipt is written: the client must not lose it
+            # off the commit's hand-back; a close still waits for receipts (ServerCnx.close_producer)
             asyncio.get_running_loop().call_soon(enforce, topic)
 
         topic.quota_listener = on_confirmed
