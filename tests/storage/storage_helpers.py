@@ -8,15 +8,30 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from letterbox.storage import Store, SyncMode
+from letterbox.storage import ManagedLedger, Store, SyncMode
+from letterbox.storage.ops import WriteOp
 
 T = TypeVar("T")
 SRC = Path(__file__).resolve().parents[2] / "src"
 HERE = Path(__file__).resolve().parent
+
+
+def submitted(led: ManagedLedger, ops: Sequence[WriteOp]) -> asyncio.Future[None]:
+    """led.submit_appends(ops), its outcome as a future to await."""
+    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def then(exc: BaseException | None) -> None:
+        if exc is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(exc)
+
+    led.submit_appends(ops, then)
+    return fut
 
 
 def run_with_store(

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from storage_helpers import payload, run_with_store
+from storage_helpers import payload, run_with_store, submitted
 
 from letterbox.storage import LedgerClosedError, Store
 from letterbox.storage.append_run import AppendRunOp, reserve_row
@@ -41,7 +41,7 @@ def test_run_holds_the_small_rows_and_a_large_entry_goes_alone(tmp_path: Path) -
         assert led.last_confirmed.entry_id == 0 and led.read_entries(1, 20) == []
         assert led.last_pushed_sequence_id("p") == 9 and led.last_sequence_id("p") == 0
         before = store.commit_count
-        await led.submit_appends(ops)
+        await submitted(led, ops)
         assert store.commit_count - before <= 2  # the large payload may be a group apart
         assert led.last_confirmed.entry_id == 9
         entries = led.read_entries(1, 20)
@@ -103,7 +103,7 @@ def test_runs_of_two_producers_and_ledgers_commit_in_one_group(tmp_path: Path) -
             for i in range(100):
                 reserve_row(led, ops, payload(i), 2, 1, name, i, None)
             assert len(ops) == 1
-            futs.append(led.submit_appends(ops))
+            futs.append(submitted(led, ops))
         await asyncio.gather(*futs)
         assert a.last_confirmed.entry_id == 200 and b.last_confirmed.entry_id == 100
         assert a.count_messages(0) == 400
@@ -148,7 +148,7 @@ def test_interleaved_appends_of_two_producers_are_one_run_of_consecutive_ids(tmp
         assert ids == list(range(20)) and len(ops) == 1
         run = ops[0]
         assert isinstance(run, AppendRunOp) and run.seqs == {"p1": 28, "p2": 29}
-        await led.submit_appends(ops)
+        await submitted(led, ops)
         assert [e.data for e in led.read_entries(0, 50)] == [payload(i) for i in range(20)]
         assert (led.last_sequence_id("p1"), led.last_sequence_id("p2")) == (28, 29)
 

@@ -4,7 +4,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from storage_helpers import payload, run_with_store
+from storage_helpers import payload, run_with_store, submitted
 
 from letterbox.storage import LedgerClosedError, Position, Store
 
@@ -288,7 +288,7 @@ def test_reserved_appends_commit_together_and_keep_the_last_sequence_ids(tmp_pat
         assert [op.entry.position.entry_id for op in ops] == [1, 2, 3, 4, 5, 6]
         assert led.last_confirmed.entry_id == 0  # nothing confirmed before the commit
         before = store.commit_count
-        await led.submit_appends(ops)
+        await submitted(led, ops)
         assert store.commit_count - before == 1
         assert led.last_confirmed.entry_id == 6
         assert [e.data for e in led.read_entries(1, 10)] == [payload(i) for i in range(6)]

@@ -65,7 +65,7 @@ def reserve_row(
 ) -> int:
     """Reserve the next entry id of `led` for `data`, adding it to the last op of `ops` when
     that is this ledger's run, else to a new op appended to `ops`.
-    Returns the entry id; ManagedLedger.submit_appends(ops) stores them."""
+    Returns the entry id; ManagedLedger.submit_appends(ops, then) stores them."""
     if len(data) >= led._store._payloads.large_bytes:  # stored through the payload lane
         op = led._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         ops.append(op)

@@ -46,3 +46,12 @@ def is_read_only(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and (
         getattr(exc, "sqlite_errorcode", 0) & 0xFF == 8 or "readonly" in str(exc)
     )
+
+
+def as_storage_error(exc: BaseException) -> BaseException:
+    """Callers above storage catch StorageError: a database error becomes StorageFault."""
+    if isinstance(exc, sqlite3.Error) and not isinstance(exc, StorageError):
+        fault = StorageFault(str(exc))
+        fault.__cause__ = exc
+        return fault
+    return exc

@@ -128,10 +128,10 @@ class ManagedLedger(LedgerReads):
         op = self._prepare_append(data, num_messages, publish_time, producer_name, sequence_id, deliver_at_time)
         return self._store._submit([*self._create_ops(), op], op.entry.position)
 
-    def submit_appends(self, ops: Sequence[WriteOp], then: Then | None = None) -> asyncio.Future[None]:
+    def submit_appends(self, ops: Sequence[WriteOp], then: Then) -> None:
         """Store reserved appends (all, in order, before anything else for this ledger)
-        atomically; `then` hears the outcome first, in the callback that learns it."""
-        return self._store._submit([*self._create_ops(), *ops], None, then)
+        atomically; `then` hears the outcome (None, or the error) in the callback that learns it."""
+        self._store._submit_then([*self._create_ops(), *ops], then)
 
     def _create_ops(self) -> list[WriteOp]:
         """The ledger's row, until it is stored (rides along with appends; idempotent)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .cache import EntryCache, Row
-from .errors import StorageError, StorageFault, StoreClosedError, is_storage_fault
+from .errors import StorageFault, StoreClosedError, as_storage_error, is_storage_fault
 from .health import StorageHealth
 from .integrity import read_checked
 from .managed_cursor import ManagedCursor
@@ -197,21 +197,25 @@ class Store:
 
     # ---- write plumbing ----
 
-    def _check_open(self) -> None:
+    def _check_open(self) -> Writer:
         if self._writer is None or self._closing:
             raise StoreClosedError("store is not open")
+        return self._writer
 
-    def _submit(self, ops: Sequence[WriteOp], result: T, then: Then | None = None) -> asyncio.Future[T]:
-        """Submit ops as ONE atomic unit (inside the writer's next group transaction); `then`
-        hears the outcome before the future's callbacks do (writer.Submission)."""
+    def _submit(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
+        """Submit ops as ONE atomic unit (inside the writer's next group transaction)."""
         self._check_open()
-        return self._submit_unchecked(ops, result, then)
+        return self._submit_unchecked(ops, result)
 
-    def _submit_unchecked(self, ops: Sequence[WriteOp], result: T, then: Then | None = None) -> asyncio.Future[T]:
+    def _submit_unchecked(self, ops: Sequence[WriteOp], result: T) -> asyncio.Future[T]:
         assert self._loop is not None and self._writer is not None
         fut: asyncio.Future[T] = self._loop.create_future()
-        self._writer.submit(Submission(ops, fut, result, then))
+        self._writer.submit(Submission(ops, fut, result))
         return fut
+
+    def _submit_then(self, ops: Sequence[WriteOp], then: Then) -> None:
+        """As _submit, with no future: `then` hears the outcome in the callback that takes it back."""
+        self._check_open().submit(Submission(ops, None, None, then))
 
     def transaction(self) -> Transaction:
         """A new atomic step of appends and cursor acknowledgements (see transaction.py)."""
@@ -245,7 +249,7 @@ class Store:
                     self._storage_fault(err)
                 for op in sub.ops:
                     op.on_fail(err)
-                sub.settle(_as_storage_error(err))
+                sub.settle(as_storage_error(err))
         if committed and self.health.committed():
             log.warning("storage writes succeed again: the broker is healthy")
             self._schedule_flush()
@@ -381,15 +385,6 @@ class Store:
         row = self._reader.execute(
             "SELECT publish_time FROM entries WHERE ledger_id = ? AND entry_id = ?", (ledger_id, entry_id)).fetchone()
         return None if row is None else int(row[0])
-
-
-def _as_storage_error(exc: BaseException) -> BaseException:
-    """Callers above storage catch StorageError: a database error becomes StorageFault."""
-    if isinstance(exc, sqlite3.Error) and not isinstance(exc, StorageError):
-        fault = StorageFault(str(exc))
-        fault.__cause__ = exc
-        return fault
-    return exc
 
 
 def _log_failure(fut: asyncio.Future[Any]) -> None:

@@ -9,8 +9,8 @@
 # Invariants:
 #   * submissions are applied in queue (= call) order; a submission is atomic (all its ops
 #     commit together or none do) -- this is what makes multi-op transactions possible;
-#   * a future is resolved (and a submission's `then` called, just before) only after COMMIT
-#     returned, i.e. durable per the sync mode;
+#   * a submission's future is resolved (or its `then` called) only after COMMIT returned,
+#     i.e. durable per the sync mode;
 #   * fast path: the group runs without savepoints, consecutive appends via executemany (and
 #     one producer-sequence upsert per ledger and producer, the last one's). If
 #     anything fails the transaction is rolled back and re-run with one SAVEPOINT per
@@ -47,12 +47,12 @@ MAX_GROUP_BYTES = 32 * 1024 * 1024
 
 
 class Submission:
-    """Ops that commit together, and who hears of it on the loop thread: `then` (optional)
-    first, in the very callback that takes the group back, then the future's callbacks."""
+    """Ops that commit together, and who hears of it on the loop thread: the future's
+    callbacks, or `then`, called in the very callback that takes the group back."""
 
     __slots__ = ("error", "future", "nbytes", "ops", "result", "then")
 
-    def __init__(self, ops: Sequence[WriteOp], future: asyncio.Future[Any], result: Any,
+    def __init__(self, ops: Sequence[WriteOp], future: asyncio.Future[Any] | None, result: Any,
                  then: Then | None = None) -> None:
         self.ops = ops
         self.future = future
@@ -71,7 +71,7 @@ class Submission:
                 self.then(exc)
             except Exception:  # one listener's bug must not leave the group's others unsettled
                 log.exception("a commit listener failed")
-        if not self.future.done():
+        if self.future is not None and not self.future.done():
             if exc is None:
                 self.future.set_result(self.result)
             else:
